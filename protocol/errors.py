@@ -1,0 +1,123 @@
+"""Kafka error codes and the one exception the wire decoders raise.
+
+`ProtocolError` is the only exception any decoder in `protocol/` lets escape on
+malformed input (short frames, oversized counts, bad varints, invalid UTF-8,
+bad CRCs where the caller asked for checking). Callers map it to a Kafka error
+code or close the connection.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ProtocolError(Exception):
+    """Malformed bytes on the wire or on disk."""
+
+
+class ErrorCode(enum.IntEnum):
+    """Kafka's numeric error codes (the subset minikafka answers with)."""
+
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    INVALID_FETCH_SIZE = 4
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    OFFSET_METADATA_TOO_LARGE = 12
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    ILLEGAL_GENERATION = 22
+    INCONSISTENT_GROUP_PROTOCOL = 23
+    INVALID_GROUP_ID = 24
+    UNKNOWN_MEMBER_ID = 25
+    INVALID_SESSION_TIMEOUT = 26
+    REBALANCE_IN_PROGRESS = 27
+    INVALID_COMMIT_OFFSET_SIZE = 28
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    CLUSTER_AUTHORIZATION_FAILED = 31
+    INVALID_TIMESTAMP = 32
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    UNSUPPORTED_FOR_MESSAGE_FORMAT = 43
+    POLICY_VIOLATION = 44
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47
+    INVALID_TXN_STATE = 48
+    INVALID_PRODUCER_ID_MAPPING = 49
+    INVALID_TRANSACTION_TIMEOUT = 50
+    CONCURRENT_TRANSACTIONS = 51
+    TRANSACTION_COORDINATOR_FENCED = 52
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+    SECURITY_DISABLED = 54
+    OPERATION_NOT_ATTEMPTED = 55
+    KAFKA_STORAGE_ERROR = 56
+    LOG_DIR_NOT_FOUND = 57
+    SASL_AUTHENTICATION_FAILED = 58
+    UNKNOWN_PRODUCER_ID = 59
+    REASSIGNMENT_IN_PROGRESS = 60
+    DELEGATION_TOKEN_AUTH_DISABLED = 61
+    DELEGATION_TOKEN_NOT_FOUND = 62
+    DELEGATION_TOKEN_OWNER_MISMATCH = 63
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED = 64
+    DELEGATION_TOKEN_AUTHORIZATION_FAILED = 65
+    DELEGATION_TOKEN_EXPIRED = 66
+    INVALID_PRINCIPAL_TYPE = 67
+    NON_EMPTY_GROUP = 68
+    GROUP_ID_NOT_FOUND = 69
+    FETCH_SESSION_ID_NOT_FOUND = 70
+    INVALID_FETCH_SESSION_EPOCH = 71
+    LISTENER_NOT_FOUND = 72
+    TOPIC_DELETION_DISABLED = 73
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    UNSUPPORTED_COMPRESSION_TYPE = 76
+    STALE_BROKER_EPOCH = 77
+    OFFSET_NOT_AVAILABLE = 78
+    MEMBER_ID_REQUIRED = 79
+    PREFERRED_LEADER_NOT_AVAILABLE = 80
+    ELIGIBLE_LEADERS_NOT_AVAILABLE = 81
+    GROUP_MAX_SIZE_REACHED = 82
+    FENCED_INSTANCE_ID = 83
+    INVALID_RECORD = 87
+
+
+class KafkaError(Exception):
+    """An error that maps to one Kafka error code (raised by storage and handlers)."""
+
+    code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def __init__(self, message: str = "", code: ErrorCode | None = None) -> None:
+        super().__init__(message or (code or self.code).name)
+        if code is not None:
+            self.code = code
+
+
+class CorruptRecordError(KafkaError):
+    """A record batch failed validation (size, magic or CRC-32C)."""
+
+    code = ErrorCode.CORRUPT_MESSAGE

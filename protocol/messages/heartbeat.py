@@ -1,0 +1,30 @@
+"""Heartbeat (key 12): versions 0-3.
+
+Version notes:
+- v1+: response adds throttle_time_ms.
+- v2: same layout as v1.
+- v3: request adds group_instance_id.
+"""
+
+from __future__ import annotations
+
+from protocol.primitives import Int16, Int32, NullableString, String
+from protocol.schema import Field, versions
+
+API_KEY = 12
+NAME = "Heartbeat"
+
+REQUEST_FIELDS = [
+    Field("group_id", String),
+    Field("generation_id", Int32),
+    Field("member_id", String),
+    Field("group_instance_id", NullableString, 3),
+]
+
+RESPONSE_FIELDS = [
+    Field("throttle_time_ms", Int32, 1),
+    Field("error_code", Int16),
+]
+
+REQUEST = versions(REQUEST_FIELDS, 0, 3)
+RESPONSE = versions(RESPONSE_FIELDS, 0, 3)

@@ -1,0 +1,159 @@
+"""Example messages derived from the schemas, for round-trip tests, fuzzers and benchmarks.
+
+`shape(con)` walks a construct tree built from `protocol.primitives` and
+`protocol.schema` and returns a small description of it (`Scalar`, `Seq`,
+`Record`), so tests can derive values or Hypothesis strategies without knowing
+construct internals. `example(con, variant)` builds an object that `con.build`
+accepts and that decodes back to an equal object, for one of `VARIANTS`:
+
+- "full": every nullable field set, every array two elements long, integers
+  spread over the whole range of their width (negative ones included), strings
+  non-ASCII, tagged-field buffers non-empty. Leaves get distinct values, so a
+  decoder that swaps two fields of the same type is caught.
+- "null": every nullable string, bytes and array null; other arrays one element.
+- "empty": every array, string and bytes empty (not null); integers 0, bools false.
+
+`all_schemas()` lists every (api_key, version, "request"/"response", Struct) in
+`protocol.messages.MODULES`.
+
+Nothing here is used on the broker's request path.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from construct import Construct, Flag, FormatField, Renamed, Struct
+
+from protocol.primitives import ArrayCon, BytesCon, StringCon, TaggedFieldsCon, UVarIntCon
+
+__all__ = ["Scalar", "Seq", "Record", "Node", "Variant", "VARIANTS", "shape", "example", "all_schemas"]
+
+Variant = Literal["full", "null", "empty"]
+VARIANTS: tuple[Variant, ...] = ("full", "null", "empty")
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A leaf. kind: "int" (signed, `bits` wide), "uint" (unsigned varint, 32 bits),
+    "bool", "string", "bytes" or "tags" (a TAG_BUFFER as {tag: bytes}).
+    `compact`: a string/bytes length is an UNSIGNED_VARINT(len + 1)."""
+
+    kind: str
+    bits: int = 0
+    nullable: bool = False
+    compact: bool = False
+
+
+@dataclass(frozen=True)
+class Seq:
+    """An ARRAY (COMPACT_ARRAY if `compact`) of `element`; null allowed if `nullable`."""
+
+    element: Node
+    nullable: bool = False
+    compact: bool = False
+
+
+@dataclass(frozen=True)
+class Record:
+    """A Struct: named fields in wire order."""
+
+    fields: tuple[tuple[str, Node], ...]
+
+
+Node = Scalar | Seq | Record
+
+
+def shape(con: Construct) -> Node:
+    """Describe a construct built from our primitives; TypeError for anything else."""
+    if isinstance(con, Struct):
+        fields = []
+        for sub in con.subcons:
+            if not isinstance(sub, Renamed) or not sub.name:
+                raise TypeError(f"unnamed field in {con!r}")
+            fields.append((sub.name, shape(sub.subcon)))
+        return Record(tuple(fields))
+    if isinstance(con, Renamed):
+        return shape(con.subcon)
+    if isinstance(con, ArrayCon):
+        return Seq(shape(con.subcon), con.nullable, con.compact)
+    if isinstance(con, StringCon):
+        return Scalar("string", nullable=con.nullable, compact=con.compact)
+    if isinstance(con, BytesCon):
+        return Scalar("bytes", nullable=con.nullable, compact=con.compact)
+    if isinstance(con, TaggedFieldsCon):
+        return Scalar("tags")
+    if isinstance(con, UVarIntCon):
+        return Scalar("uint", bits=32)
+    if isinstance(con, type(Flag)):  # construct exports Flag as an instance
+        return Scalar("bool")
+    if isinstance(con, FormatField) and con.fmtstr in (">b", ">h", ">i", ">l", ">q"):
+        return Scalar("int", bits=8 * struct.calcsize(con.fmtstr))
+    raise TypeError(f"no shape for construct {con!r}")
+
+
+class _Values:
+    """Deterministic, distinct leaf values: the n-th leaf gets the n-th value."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def next(self) -> int:
+        self.n += 1
+        return self.n
+
+
+def _leaf(node: Scalar, name: str, variant: Variant, values: _Values) -> Any:
+    n = values.next()
+    if node.nullable and variant == "null":
+        return None
+    empty = variant == "empty"
+    if node.kind == "int":
+        if empty:
+            return 0
+        lo, span = -(1 << (node.bits - 1)), 1 << node.bits
+        # Golden-ratio stride: spreads leaves over the full range, sign bit included.
+        return lo + (n * 0x9E3779B97F4A7C15) % span
+    if node.kind == "uint":
+        return 0 if empty else (n * 0x9E3779B1) % (1 << 32)
+    if node.kind == "bool":
+        return False if empty else n % 2 == 1
+    if node.kind == "string":
+        return "" if empty else f"{name}-{n}-é✓"
+    if node.kind == "bytes":
+        return b"" if empty else bytes([n % 256, 0, 0xFF]) + name.encode()
+    if node.kind == "tags":
+        return {} if empty else {0: b"", 3: bytes([n % 256])}
+    raise TypeError(f"unknown scalar kind {node.kind}")
+
+
+def _example(node: Node, name: str, variant: Variant, values: _Values) -> Any:
+    if isinstance(node, Record):
+        return {fname: _example(fnode, fname, variant, values) for fname, fnode in node.fields}
+    if isinstance(node, Seq):
+        if variant == "null" and node.nullable:
+            values.next()
+            return None
+        count = {"full": 2, "null": 1, "empty": 0}[variant]
+        return [_example(node.element, name, variant, values) for _ in range(count)]
+    return _leaf(node, name, variant, values)
+
+
+def example(con: Construct | Node, variant: Variant = "full") -> Any:
+    """An object `con.build` accepts, shaped by `variant` (see the module docstring)."""
+    node = con if isinstance(con, Scalar | Seq | Record) else shape(con)
+    return _example(node, "", variant, _Values())
+
+
+def all_schemas() -> Iterator[tuple[int, int, str, Struct]]:
+    """(api_key, version, "request" | "response", Struct) for every registered schema."""
+    from protocol.messages import MODULES
+
+    for api_key, module in sorted(MODULES.items()):
+        for version, schema in sorted(module.REQUEST.items()):
+            yield api_key, version, "request", schema
+        for version, schema in sorted(module.RESPONSE.items()):
+            yield api_key, version, "response", schema
