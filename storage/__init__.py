@@ -1,0 +1,27 @@
+"""Storage engine: Kafka-format segment files, partition logs and the data directory.
+
+Layers, bottom up: `fs` (filesystem seam), `naming`, `index` (mmap'd numpy
+indexes), `segment` (`.log` + indexes), `partition_log` (segments + offsets),
+`log_manager` (data directory, topics, checkpoints). Only `protocol.records` is
+imported from above.
+"""
+
+from storage.config import LogConfig
+from storage.errors import CorruptIndexError, KafkaStorageError, LogDirLockedError
+from storage.fs import FaultyFileSystem, FileSystem
+from storage.log_manager import LogManager, TopicInfo
+from storage.partition_log import AppendResult, PartitionLog, ReadResult
+
+__all__ = [
+    "AppendResult",
+    "CorruptIndexError",
+    "FaultyFileSystem",
+    "FileSystem",
+    "KafkaStorageError",
+    "LogConfig",
+    "LogDirLockedError",
+    "LogManager",
+    "PartitionLog",
+    "ReadResult",
+    "TopicInfo",
+]

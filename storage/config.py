@@ -1,0 +1,221 @@
+"""Per-log configuration with Kafka's topic-level names and defaults.
+
+`LogConfig` attributes are the topic-level config names with '.' -> '_' (the
+exceptions: ``flush.messages`` / ``flush.ms`` are `flush_interval_messages` /
+`flush_interval_ms`, after their broker-level names). Broker-level defaults
+(``log.segment.bytes`` ...) map onto the same fields via `from_broker_configs`;
+per-topic overrides (``segment.bytes`` ...) via `from_topic_configs`.
+
+Kafka topic configs that minikafka accepts but does not act on (e.g.
+``min.insync.replicas``, ``compression.type``) are validated loosely and kept in
+`LogConfig.extra`, so tools that set them on CreateTopics keep working; an
+unknown name is a `ValueError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+INT64_MAX = (1 << 63) - 1
+INT32_MAX = (1 << 31) - 1
+
+CREATE_TIME = "CreateTime"
+LOG_APPEND_TIME = "LogAppendTime"
+CLEANUP_DELETE = "delete"
+CLEANUP_COMPACT = "compact"
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Settings of one partition log (defaults are Kafka's)."""
+
+    segment_bytes: int = 1 << 30  # segment.bytes
+    segment_ms: int = 7 * 24 * 3600 * 1000  # segment.ms
+    segment_index_bytes: int = 10 * 1024 * 1024  # segment.index.bytes
+    index_interval_bytes: int = 4096  # index.interval.bytes
+    max_message_bytes: int = 1048588  # max.message.bytes
+    message_timestamp_type: str = CREATE_TIME  # message.timestamp.type
+    retention_ms: int = 7 * 24 * 3600 * 1000  # retention.ms (-1: unlimited)
+    retention_bytes: int = -1  # retention.bytes (-1: unlimited)
+    cleanup_policy: str = CLEANUP_DELETE  # cleanup.policy: "delete", "compact" or "compact,delete"
+    flush_interval_messages: int = INT64_MAX  # flush.messages
+    flush_interval_ms: int = INT64_MAX  # flush.ms
+    extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == LOG_APPEND_TIME
+
+    @property
+    def compact(self) -> bool:
+        return CLEANUP_COMPACT in self.cleanup_policy.split(",")
+
+    @classmethod
+    def from_topic_configs(
+        cls, configs: Mapping[str, str | None], defaults: LogConfig | None = None
+    ) -> LogConfig:
+        """``defaults`` overridden by topic-level configs (``{"segment.bytes": "1048576"}``).
+
+        A None value keeps the default. Raises `ValueError` naming the key for an
+        unknown name or an invalid value.
+        """
+        return _apply(defaults or cls(), configs, TOPIC_CONFIGS)
+
+    @classmethod
+    def from_broker_configs(
+        cls, configs: Mapping[str, str | None], defaults: LogConfig | None = None
+    ) -> LogConfig:
+        """Broker-level defaults (``log.segment.bytes`` ...); names this class does not know are ignored."""
+        renamed: dict[str, str | None] = {}
+        # BROKER_CONFIG_NAMES lists coarse units first, so log.retention.ms beats .hours as in Kafka.
+        for key, (topic_key, scale) in BROKER_CONFIG_NAMES.items():
+            value = configs.get(key)
+            if value is None:
+                continue
+            if scale != 1:
+                n = _parse_int(key, value)
+                value = str(n * scale if n >= 0 else -1)
+            renamed[topic_key] = value
+        return _apply(defaults or cls(), renamed, TOPIC_CONFIGS)
+
+    def to_topic_configs(self) -> dict[str, str]:
+        """Every topic-level name with its value as a string (for DescribeConfigs)."""
+        out = {name: str(getattr(self, spec.attr)) for name, spec in TOPIC_CONFIGS.items() if spec.attr}
+        out.update(self.extra)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    attr: str | None  # LogConfig field, or None for accepted-but-unmodelled configs (kept in `extra`)
+    parse: Callable[[str, str], object]
+
+
+def _parse_int(key: str, value: str) -> int:
+    try:
+        return int(value.strip())
+    except ValueError:
+        raise ValueError(f"invalid value {value!r} for config {key!r}: not an integer") from None
+
+
+def _int_at_least(minimum: int, maximum: int = INT64_MAX) -> Callable[[str, str], object]:
+    def parse(key: str, value: str) -> int:
+        n = _parse_int(key, value)
+        if not minimum <= n <= maximum:
+            raise ValueError(f"invalid value {value!r} for config {key!r}: must be in [{minimum}, {maximum}]")
+        return n
+
+    return parse
+
+
+def _double(key: str, value: str) -> float:
+    try:
+        return float(value.strip())
+    except ValueError:
+        raise ValueError(f"invalid value {value!r} for config {key!r}: not a number") from None
+
+
+def _boolean(key: str, value: str) -> str:
+    if value.strip().lower() not in ("true", "false"):
+        raise ValueError(f"invalid value {value!r} for config {key!r}: must be true or false")
+    return value.strip().lower()
+
+
+def _one_of(*choices: str) -> Callable[[str, str], object]:
+    def parse(key: str, value: str) -> str:
+        if value.strip() not in choices:
+            raise ValueError(
+                f"invalid value {value!r} for config {key!r}: must be one of {', '.join(choices)}"
+            )
+        return value.strip()
+
+    return parse
+
+
+def _cleanup_policy(key: str, value: str) -> str:
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if not parts or any(p not in (CLEANUP_DELETE, CLEANUP_COMPACT) for p in parts):
+        raise ValueError(
+            f"invalid value {value!r} for config {key!r}: must be a list of 'delete' and 'compact'"
+        )
+    return ",".join(sorted(set(parts)))
+
+
+def _any_string(key: str, value: str) -> str:
+    return value
+
+
+TOPIC_CONFIGS: dict[str, _Spec] = {
+    "segment.bytes": _Spec("segment_bytes", _int_at_least(14, INT32_MAX)),
+    "segment.ms": _Spec("segment_ms", _int_at_least(1)),
+    "segment.index.bytes": _Spec("segment_index_bytes", _int_at_least(4, INT32_MAX)),
+    "index.interval.bytes": _Spec("index_interval_bytes", _int_at_least(0, INT32_MAX)),
+    "max.message.bytes": _Spec("max_message_bytes", _int_at_least(0, INT32_MAX)),
+    "message.timestamp.type": _Spec("message_timestamp_type", _one_of(CREATE_TIME, LOG_APPEND_TIME)),
+    "retention.ms": _Spec("retention_ms", _int_at_least(-1)),
+    "retention.bytes": _Spec("retention_bytes", _int_at_least(-1)),
+    "cleanup.policy": _Spec("cleanup_policy", _cleanup_policy),
+    "flush.messages": _Spec("flush_interval_messages", _int_at_least(1)),
+    "flush.ms": _Spec("flush_interval_ms", _int_at_least(0)),
+    # Accepted (Kafka topic configs that clients and tools set) but not acted upon.
+    "compression.type": _Spec(None, _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+    "delete.retention.ms": _Spec(None, _int_at_least(0)),
+    "file.delete.delay.ms": _Spec(None, _int_at_least(0)),
+    "follower.replication.throttled.replicas": _Spec(None, _any_string),
+    "leader.replication.throttled.replicas": _Spec(None, _any_string),
+    "local.retention.bytes": _Spec(None, _int_at_least(-2)),
+    "local.retention.ms": _Spec(None, _int_at_least(-2)),
+    "max.compaction.lag.ms": _Spec(None, _int_at_least(1)),
+    "message.downconversion.enable": _Spec(None, _boolean),
+    "message.format.version": _Spec(None, _any_string),
+    "message.timestamp.after.max.ms": _Spec(None, _int_at_least(0)),
+    "message.timestamp.before.max.ms": _Spec(None, _int_at_least(0)),
+    "message.timestamp.difference.max.ms": _Spec(None, _int_at_least(0)),
+    "min.cleanable.dirty.ratio": _Spec(None, _double),
+    "min.compaction.lag.ms": _Spec(None, _int_at_least(0)),
+    "min.insync.replicas": _Spec(None, _int_at_least(1, INT32_MAX)),
+    "preallocate": _Spec(None, _boolean),
+    "remote.storage.enable": _Spec(None, _boolean),
+    "segment.jitter.ms": _Spec(None, _int_at_least(0)),
+    "unclean.leader.election.enable": _Spec(None, _boolean),
+}
+
+# Broker-level name -> (topic-level name, multiplier to the topic-level unit); coarse units first.
+BROKER_CONFIG_NAMES: dict[str, tuple[str, int]] = {
+    "log.segment.bytes": ("segment.bytes", 1),
+    "log.roll.hours": ("segment.ms", 3600 * 1000),
+    "log.roll.ms": ("segment.ms", 1),
+    "log.index.size.max.bytes": ("segment.index.bytes", 1),
+    "log.index.interval.bytes": ("index.interval.bytes", 1),
+    "message.max.bytes": ("max.message.bytes", 1),
+    "log.message.timestamp.type": ("message.timestamp.type", 1),
+    "log.retention.hours": ("retention.ms", 3600 * 1000),
+    "log.retention.minutes": ("retention.ms", 60 * 1000),
+    "log.retention.ms": ("retention.ms", 1),
+    "log.retention.bytes": ("retention.bytes", 1),
+    "log.cleanup.policy": ("cleanup.policy", 1),
+    "log.flush.interval.messages": ("flush.messages", 1),
+    "log.flush.interval.ms": ("flush.ms", 1),
+}
+
+
+def _apply(base: LogConfig, configs: Mapping[str, str | None], specs: Mapping[str, _Spec]) -> LogConfig:
+    changes: dict[str, Any] = {}
+    extra = dict(base.extra)
+    for key, value in configs.items():
+        spec = specs.get(key)
+        if spec is None:
+            raise ValueError(f"unknown topic config {key!r}")
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ValueError(f"invalid value {value!r} for config {key!r}: not a string")
+        parsed = spec.parse(key, value)
+        if spec.attr is None:
+            extra[key] = str(parsed)
+        else:
+            changes[spec.attr] = parsed
+    return dataclasses.replace(base, extra=extra, **changes)

@@ -1,0 +1,225 @@
+"""The filesystem seam: every byte the storage engine writes goes through `FileSystem`.
+
+`FileSystem` does real I/O with ``os.open``/``os.pwrite``/``os.pread``/``os.fsync``.
+`FaultyFileSystem` is the same with public fault injection (`fail_next_write`,
+`fail_next_fsync`), so tests exercise the real error paths without monkeypatching.
+
+Contracts:
+- `File.write` appends at the file's end in one call and is all-or-nothing: if the
+  write fails part-way, the file is truncated back to its previous size before
+  the `OSError` propagates. If even that truncation fails, ``File.failed`` is set
+  and the owner must stop using the file.
+- `File.fsync` raises `OSError` on failure; the caller decides what a failed fsync
+  means (a `PartitionLog` goes offline).
+- `File.fsync` may run in another thread concurrently with `write`/`pread`/`truncate`
+  on the same file (the kernel serialises them); it must never run concurrently
+  with `close` -- the owner guarantees that (see `PartitionLog.flush`).
+- `atomic_write` = write a temp file, fsync it, rename over the target, fsync the
+  directory: readers see the old or the new content, never a mix.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+
+from storage.naming import TMP_SUFFIX
+
+BytesLike = bytes | bytearray | memoryview
+
+
+class File:
+    """An open file: append-only writes at the end, positional reads, fsync, truncate."""
+
+    __slots__ = ("path", "_fd", "_fs", "_size", "failed")
+
+    def __init__(self, fs: FileSystem, path: str, fd: int) -> None:
+        self.path = path
+        self._fd = fd
+        self._fs = fs
+        self._size = os.fstat(fd).st_size
+        self.failed = False
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def size(self) -> int:
+        """Current size in bytes (tracked in memory; this object is the only writer)."""
+        return self._size
+
+    def write(self, data: BytesLike) -> int:
+        """Append ``data`` at the end of the file; return the position it was written at.
+
+        All or nothing: on failure the file is truncated back and `OSError` raised.
+        """
+        pos = self._size
+        with memoryview(data) as mv:
+            n = mv.nbytes
+            try:
+                self._fs._pwrite_all(self, mv.cast("B"), pos)
+            except BaseException:
+                try:
+                    os.ftruncate(self._fd, pos)
+                except OSError:
+                    self.failed = True
+                raise
+        self._size = pos + n
+        return pos
+
+    def pread(self, n: int, pos: int) -> bytes:
+        """Up to ``n`` bytes from ``pos`` (fewer only at the end of the file)."""
+        if n <= 0:
+            return b""
+        data = os.pread(self._fd, n, pos)
+        if len(data) < n and pos + len(data) < self._size:
+            # A short read before EOF: keep reading (rare, e.g. huge reads).
+            parts = [data]
+            got = len(data)
+            while got < n:
+                chunk = os.pread(self._fd, n - got, pos + got)
+                if not chunk:
+                    break
+                parts.append(chunk)
+                got += len(chunk)
+            data = b"".join(parts)
+        return data
+
+    def fsync(self) -> None:
+        self._fs._fsync(self)
+
+    def truncate(self, size: int) -> None:
+        """Set the file's size (shrink, or grow with zeros)."""
+        os.ftruncate(self._fd, size)
+        self._size = size
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+
+class FileSystem:
+    """Real files. Subclass and override `_pwrite_all`/`_fsync` to inject faults."""
+
+    def open(self, path: str, *, create: bool = True) -> File:
+        """Open ``path`` for reading and appending (created empty if absent and ``create``)."""
+        flags = os.O_RDWR | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+        return File(self, path, os.open(path, flags, 0o644))
+
+    def read_bytes(self, path: str) -> bytes:
+        with open(path, "rb") as f:
+            return f.read()
+
+    def atomic_write(self, path: str, data: bytes) -> None:
+        """Replace ``path`` with ``data`` atomically and durably (tmp + fsync + rename + fsync dir)."""
+        tmp = path + TMP_SUFFIX
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        f = File(self, tmp, fd)
+        try:
+            f.write(data)
+            f.fsync()
+        except BaseException:
+            f.close()
+            self._remove_quietly(tmp)
+            raise
+        f.close()
+        os.replace(tmp, path)
+        self.fsync_dir(os.path.dirname(path) or ".")
+
+    def fsync_dir(self, path: str) -> None:
+        """fsync a directory so that file creations, renames and removals in it are durable."""
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            f = File(self, path, fd)
+            f.fsync()
+        finally:
+            os.close(fd)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.replace(src, dst)
+
+    def remove(self, path: str) -> None:
+        os.remove(path)
+
+    def rmtree(self, path: str) -> None:
+        shutil.rmtree(path)
+
+    def listdir(self, path: str) -> list[str]:
+        return os.listdir(path)
+
+    def makedirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def isdir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def _pwrite_all(self, file: File, data: memoryview, pos: int) -> None:
+        fd = file.fileno()
+        while data:
+            n = os.pwrite(fd, data, pos)
+            data = data[n:]
+            pos += n
+
+    def _fsync(self, file: File) -> None:
+        os.fsync(file.fileno())
+
+    @staticmethod
+    def _remove_quietly(path: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)
+
+
+class FaultyFileSystem(FileSystem):
+    """`FileSystem` with injectable failures (public API for tests).
+
+    - `fail_next_write`: the next write (optionally only to a path containing
+      ``path_contains``) writes half of its bytes, then raises `OSError` (EIO), as
+      a disk failing mid-write would; `File.write` then truncates the partial bytes away.
+    - `fail_next_fsync`: the next fsync (same filter) raises `OSError` (EIO) without syncing.
+    Each armed fault fires once.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._write_faults: list[str | None] = []
+        self._fsync_faults: list[str | None] = []
+        self.writes_failed = 0
+        self.fsyncs_failed = 0
+
+    def fail_next_write(self, path_contains: str | None = None) -> None:
+        self._write_faults.append(path_contains)
+
+    def fail_next_fsync(self, path_contains: str | None = None) -> None:
+        self._fsync_faults.append(path_contains)
+
+    @staticmethod
+    def _take(faults: list[str | None], path: str) -> bool:
+        for i, pattern in enumerate(faults):
+            if pattern is None or pattern in path:
+                del faults[i]
+                return True
+        return False
+
+    def _pwrite_all(self, file: File, data: memoryview, pos: int) -> None:
+        if self._take(self._write_faults, file.path):
+            self.writes_failed += 1
+            half = len(data) // 2
+            if half:
+                os.pwrite(file.fileno(), data[:half], pos)
+            raise OSError(errno.EIO, f"injected write failure on {file.path}")
+        super()._pwrite_all(file, data, pos)
+
+    def _fsync(self, file: File) -> None:
+        if self._take(self._fsync_faults, file.path):
+            self.fsyncs_failed += 1
+            raise OSError(errno.EIO, f"injected fsync failure on {file.path}")
+        super()._fsync(file)

@@ -1,0 +1,103 @@
+"""The per-partition leader epoch cache and its ``leader-epoch-checkpoint`` file.
+
+Entries ``(epoch, start_offset)``: the first offset written under each leader
+epoch, both strictly increasing. The file (see `storage.checkpoint`) is
+``0\\n<count>\\n<epoch> <startOffset>\\n...``, rewritten atomically whenever an
+entry is added or removed. After a crash the log is the truth: recovery drops
+entries at or past the recovered log end offset and adds any epoch found in the
+recovered batches' partitionLeaderEpoch fields.
+"""
+
+from __future__ import annotations
+
+import logging
+from bisect import bisect_right
+
+from storage.checkpoint import CorruptCheckpointError, format_checkpoint, parse_checkpoint
+from storage.fs import FileSystem
+
+log = logging.getLogger(__name__)
+
+
+class LeaderEpochCache:
+    """(epoch, start offset) pairs of one partition, persisted to ``path``."""
+
+    def __init__(self, fs: FileSystem, path: str) -> None:
+        self._fs = fs
+        self.path = path
+        self._entries: list[tuple[int, int]] = []
+        self.loaded_cleanly = True
+        if fs.exists(path):
+            try:
+                self._entries = self._parse(fs.read_bytes(path))
+            except CorruptCheckpointError as exc:
+                log.warning("ignoring corrupt leader epoch checkpoint: %s", exc)
+                self.loaded_cleanly = False
+        else:
+            self.loaded_cleanly = False
+
+    def _parse(self, data: bytes) -> list[tuple[int, int]]:
+        entries: list[tuple[int, int]] = []
+        for epoch_s, start_s in parse_checkpoint(data, 2, self.path):
+            try:
+                epoch, start = int(epoch_s), int(start_s)
+            except ValueError:
+                raise CorruptCheckpointError(f"{self.path}: bad entry {epoch_s} {start_s}") from None
+            if entries and (epoch <= entries[-1][0] or start < entries[-1][1]):
+                raise CorruptCheckpointError(f"{self.path}: entries not increasing at {epoch} {start}")
+            entries.append((epoch, start))
+        return entries
+
+    @property
+    def entries(self) -> list[tuple[int, int]]:
+        return list(self._entries)
+
+    @property
+    def latest_epoch(self) -> int:
+        """The newest epoch, -1 if none."""
+        return self._entries[-1][0] if self._entries else -1
+
+    def assign(self, epoch: int, start_offset: int, *, persist: bool = True) -> bool:
+        """Record that ``epoch`` starts at ``start_offset`` if it is newer than the latest; True if added.
+
+        An epoch older than the latest is a `ValueError` (a stale leader must not append).
+        """
+        if epoch < 0:
+            return False
+        if self._entries:
+            latest, latest_start = self._entries[-1]
+            if epoch == latest:
+                return False
+            if epoch < latest:
+                raise ValueError(f"leader epoch {epoch} is older than the latest recorded epoch {latest}")
+            if start_offset < latest_start:
+                raise ValueError(
+                    f"epoch {epoch} start offset {start_offset} is before epoch {latest}'s start"
+                )
+        self._entries.append((epoch, start_offset))
+        if persist:
+            self.flush()
+        return True
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Drop entries starting at or after ``end_offset`` (the log was truncated there)."""
+        keep = [e for e in self._entries if e[1] < end_offset]
+        if keep != self._entries:
+            self._entries = keep
+            self.flush()
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: ``(largest epoch <= epoch, its end offset)``, or ``(-1, -1)`` if none.
+
+        The end offset is the next epoch's start offset, or ``log_end_offset`` for the latest.
+        """
+        i = bisect_right([e for e, _ in self._entries], epoch)
+        if i == 0:
+            return -1, -1
+        found = self._entries[i - 1][0]
+        end = self._entries[i][1] if i < len(self._entries) else log_end_offset
+        return found, end
+
+    def flush(self) -> None:
+        """Atomically rewrite the checkpoint file."""
+        self._fs.atomic_write(self.path, format_checkpoint(self._entries))

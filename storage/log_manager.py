@@ -1,0 +1,386 @@
+"""The data directory: every partition log, the topic registry, locks, checkpoints, clean shutdown.
+
+Files at the top of the data directory:
+
+- ``.lock``: held with an exclusive ``flock`` while a `LogManager` is open; a
+  second broker on the same directory fails with `LogDirLockedError`.
+- ``meta.properties``: Java properties text (``#`` comment lines, then
+  ``cluster.id=...``, ``node.id=...``, ``version=1``). Created on first start; on
+  later starts a different configured node id is an error.
+- ``__minikafka_topics.json``: the topic registry, replaced atomically on every
+  create/delete and the commit point of both::
+
+      {"version": 1, "topics": {"<name>": {"partitions": <n>, "configs": {"<key>": "<value>", ...}}}}
+
+  ``configs`` holds the topic-level overrides as given (strings). If the file is
+  missing but partition directories exist, the registry is rebuilt from the
+  directory names (no overrides) rather than losing data.
+- ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``: Kafka's
+  text checkpoints (``0``, count, ``<topic> <partition> <offset>`` lines), written by
+  `checkpoint`, `flush_all` and `close`.
+- ``.kafka_cleanshutdown``: written last by `close` after everything is fsynced;
+  removed right after opening. Its absence at open means the last run crashed:
+  logs are opened with recovery from their checkpointed recovery point (0 if none).
+
+Partition directories not in the registry (a crash during `delete_topic`) and
+``*-delete`` directories are removed at open.
+
+Threading: everything on the loop thread, except `flush_all`, which may run in
+an executor (it flushes logs via the thread-safe `PartitionLog.flush`); `close`
+must not overlap a running `flush_all`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from protocol.errors import ErrorCode, KafkaError
+from storage import naming
+from storage.checkpoint import CorruptCheckpointError, read_offsets, write_offsets
+from storage.config import LogConfig
+from storage.errors import KafkaStorageError, LogDirLockedError
+from storage.fs import FileSystem
+from storage.partition_log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+TOPICS_FILE_VERSION = 1
+META_VERSION = 1
+MAX_PARTITIONS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """A topic as registered: partition count, overrides as given, and the effective config."""
+
+    name: str
+    partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+    config: LogConfig = field(default_factory=LogConfig)
+
+
+class LogManager:
+    """Owns the data directory and every `PartitionLog` in it."""
+
+    def __init__(
+        self,
+        data_dir: str,
+        default_config: LogConfig | None = None,
+        fs: FileSystem | None = None,
+        *,
+        node_id: int = 0,
+        cluster_id: str | None = None,
+    ) -> None:
+        """Lock and open ``data_dir`` (created if absent), recovering logs if the last shutdown was unclean.
+
+        Raises `LogDirLockedError` if another process holds the directory, and
+        `ValueError` if ``meta.properties`` disagrees with ``node_id``/``cluster_id``.
+        """
+        self.data_dir = data_dir
+        self.default_config = default_config or LogConfig()
+        self._fs = fs if fs is not None else FileSystem()
+        self._fs.makedirs(data_dir)
+        self._lock_fd = self._lock(data_dir)
+        self._closed = False
+        try:
+            self.node_id, self.cluster_id = self._load_meta(node_id, cluster_id)
+            marker = self._path(naming.CLEAN_SHUTDOWN_FILE)
+            self.clean_shutdown = self._fs.exists(marker)
+            self._topics: dict[str, TopicInfo] = {}
+            self._logs: dict[tuple[str, int], PartitionLog] = {}
+            self._open_logs()
+            if self.clean_shutdown:
+                self._fs.remove(marker)
+                self._fs.fsync_dir(data_dir)
+        except BaseException:
+            self._unlock()
+            raise
+
+    # -- directory plumbing ------------------------------------------------------------------
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.data_dir, name)
+
+    def _lock(self, data_dir: str) -> int:
+        fd = os.open(os.path.join(data_dir, naming.LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise LogDirLockedError(
+                f"data directory {data_dir} is in use by another broker (could not lock {naming.LOCK_FILE})"
+            ) from None
+        return fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd >= 0:
+            fd, self._lock_fd = self._lock_fd, -1
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def _load_meta(self, node_id: int, cluster_id: str | None) -> tuple[int, str]:
+        path = self._path(naming.META_PROPERTIES)
+        if self._fs.exists(path):
+            props = parse_properties(self._fs.read_bytes(path).decode("utf-8", errors="replace"))
+            if props.get("version") != str(META_VERSION):
+                raise ValueError(f"{path}: unsupported version {props.get('version')!r}")
+            stored_node = props.get("node.id")
+            if stored_node is None or stored_node != str(node_id):
+                raise ValueError(
+                    f"{path}: node.id={stored_node} but this broker is configured with node.id={node_id}"
+                )
+            stored_cluster = props.get("cluster.id")
+            if not stored_cluster:
+                raise ValueError(f"{path}: no cluster.id")
+            if cluster_id is not None and cluster_id != stored_cluster:
+                raise ValueError(f"{path}: cluster.id={stored_cluster} but {cluster_id} was requested")
+            return node_id, stored_cluster
+        cluster = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
+        text = f"#\n#{stamp}\ncluster.id={cluster}\nnode.id={node_id}\nversion={META_VERSION}\n"
+        self._fs.atomic_write(path, text.encode())
+        return node_id, cluster
+
+    def _read_checkpoint(self, name: str) -> dict[tuple[str, int], int] | None:
+        path = self._path(name)
+        try:
+            return read_offsets(self._fs, path) if self._fs.exists(path) else None
+        except CorruptCheckpointError as exc:
+            log.warning("ignoring %s", exc)
+            return None
+
+    # -- topics registry ---------------------------------------------------------------------
+
+    def _read_topics(self) -> dict[str, TopicInfo]:
+        path = self._path(naming.TOPICS_FILE)
+        if not self._fs.exists(path):
+            return self._topics_from_dirs()
+        try:
+            doc = json.loads(self._fs.read_bytes(path))
+            if doc.get("version") != TOPICS_FILE_VERSION:
+                raise ValueError(f"unsupported version {doc.get('version')!r}")
+            topics: dict[str, TopicInfo] = {}
+            for name, entry in doc["topics"].items():
+                configs = {str(k): str(v) for k, v in entry.get("configs", {}).items()}
+                config = LogConfig.from_topic_configs(configs, self.default_config)
+                topics[name] = TopicInfo(name, int(entry["partitions"]), configs, config)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"{path}: corrupt topic registry: {exc}") from exc
+        return topics
+
+    def _topics_from_dirs(self) -> dict[str, TopicInfo]:
+        counts: dict[str, int] = {}
+        for name in self._fs.listdir(self.data_dir):
+            parsed = naming.parse_partition_dir_name(name)
+            if parsed is not None and self._fs.isdir(self._path(name)):
+                topic, partition = parsed
+                counts[topic] = max(counts.get(topic, 0), partition + 1)
+        if counts:
+            log.warning("%s missing: rebuilt the topic list from partition directories", naming.TOPICS_FILE)
+        return {t: TopicInfo(t, n, {}, self.default_config) for t, n in counts.items()}
+
+    def _write_topics(self, topics: Mapping[str, TopicInfo]) -> None:
+        doc = {
+            "version": TOPICS_FILE_VERSION,
+            "topics": {
+                t.name: {"partitions": t.partitions, "configs": dict(sorted(t.configs.items()))}
+                for t in sorted(topics.values(), key=lambda t: t.name)
+            },
+        }
+        self._fs.atomic_write(self._path(naming.TOPICS_FILE), (json.dumps(doc, indent=1) + "\n").encode())
+
+    def _open_logs(self) -> None:
+        recover = not self.clean_shutdown
+        recovery_points = self._read_checkpoint(naming.RECOVERY_POINT_CHECKPOINT) or {}
+        log_starts = self._read_checkpoint(naming.LOG_START_OFFSET_CHECKPOINT) or {}
+        self._topics = self._read_topics()
+        wanted = {(t.name, p) for t in self._topics.values() for p in range(t.partitions)}
+        for name in self._fs.listdir(self.data_dir):
+            path = self._path(name)
+            if naming.is_delete_dir_name(name) and self._fs.isdir(path):
+                self._fs.rmtree(path)
+                continue
+            parsed = naming.parse_partition_dir_name(name)
+            if parsed is not None and parsed not in wanted and self._fs.isdir(path):
+                log.warning("removing %s: its topic is not registered (interrupted delete)", path)
+                self._fs.rmtree(path)
+        for tp in sorted(wanted):
+            self._logs[tp] = PartitionLog(
+                self._path(naming.partition_dir_name(*tp)),
+                self._topics[tp[0]].config,
+                self._fs,
+                recover=recover,
+                recovery_point=recovery_points.get(tp, 0) if recover else None,
+                log_start_offset=log_starts.get(tp),
+            )
+
+    # -- public API --------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Register ``name`` with ``partitions`` empty logs and topic-level config overrides.
+
+        Raises `KafkaError` with INVALID_TOPIC_EXCEPTION (bad name, or colliding with
+        an existing topic once '.' and '_' are equated, as Kafka forbids),
+        TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS or INVALID_CONFIG. With
+        ``validate_only`` nothing is created.
+        """
+        self._check_open()
+        error = naming.topic_name_error(name)
+        if error is not None:
+            raise KafkaError(error, code=ErrorCode.INVALID_TOPIC_EXCEPTION)
+        if name in self._topics:
+            raise KafkaError(f"topic {name!r} already exists", code=ErrorCode.TOPIC_ALREADY_EXISTS)
+        collision = name.replace(".", "_")
+        for other in self._topics:
+            if other.replace(".", "_") == collision:
+                raise KafkaError(
+                    f"topic {name!r} collides with existing topic {other!r}",
+                    code=ErrorCode.INVALID_TOPIC_EXCEPTION,
+                )
+        if not 1 <= partitions <= MAX_PARTITIONS:
+            raise KafkaError(
+                f"number of partitions must be in [1, {MAX_PARTITIONS}], got {partitions}",
+                code=ErrorCode.INVALID_PARTITIONS,
+            )
+        given = {k: v for k, v in (configs or {}).items() if v is not None}
+        try:
+            config = LogConfig.from_topic_configs(given, self.default_config)
+        except ValueError as exc:
+            raise KafkaError(str(exc), code=ErrorCode.INVALID_CONFIG) from None
+        if validate_only:
+            return
+        info = TopicInfo(name, partitions, {k: str(v) for k, v in given.items()}, config)
+        self._write_topics({**self._topics, name: info})
+        self._topics[name] = info
+        for p in range(partitions):
+            directory = self._path(naming.partition_dir_name(name, p))
+            if self._fs.exists(directory):
+                self._fs.rmtree(directory)  # stale leftovers of an earlier topic with this name
+            self._logs[(name, p)] = PartitionLog(directory, config, self._fs)
+        self._fs.fsync_dir(self.data_dir)
+
+    def delete_topic(self, name: str) -> None:
+        """Unregister ``name`` and remove its partition directories; UNKNOWN_TOPIC_OR_PARTITION if absent."""
+        self._check_open()
+        info = self._topics.get(name)
+        if info is None:
+            raise KafkaError(f"unknown topic {name!r}", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        remaining = {t: i for t, i in self._topics.items() if t != name}
+        self._write_topics(remaining)
+        self._topics = remaining
+        for p in range(info.partitions):
+            partition_log = self._logs.pop((name, p), None)
+            if partition_log is not None:
+                partition_log.delete()
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def topics(self) -> dict[str, TopicInfo]:
+        """A copy of the registry."""
+        return dict(self._topics)
+
+    def logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
+        """Every ``((topic, partition), log)`` (a snapshot)."""
+        return iter(list(self._logs.items()))
+
+    def checkpoint(self) -> None:
+        """Write the recovery-point and log-start-offset checkpoints (loop thread)."""
+        logs = list(self._logs.items())
+        write_offsets(
+            self._fs, self._path(naming.RECOVERY_POINT_CHECKPOINT), {tp: lg.recovery_point for tp, lg in logs}
+        )
+        write_offsets(
+            self._fs,
+            self._path(naming.LOG_START_OFFSET_CHECKPOINT),
+            {tp: lg.log_start_offset for tp, lg in logs},
+        )
+
+    def flush_all(self) -> None:
+        """Flush every online log, then checkpoint recovery points. Raises the first `KafkaStorageError`."""
+        first_error: KafkaStorageError | None = None
+        logs = list(self._logs.items())
+        for _, partition_log in logs:
+            if partition_log.offline:
+                continue
+            try:
+                partition_log.flush()
+            except KafkaStorageError as exc:
+                first_error = first_error or exc
+        write_offsets(
+            self._fs, self._path(naming.RECOVERY_POINT_CHECKPOINT), {tp: lg.recovery_point for tp, lg in logs}
+        )
+        if first_error is not None:
+            raise first_error
+
+    def close(self) -> None:
+        """Close every log (trim indexes, fsync), write checkpoints and, if all went well, the clean-shutdown marker."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            clean = True
+            for _, partition_log in list(self._logs.items()):
+                try:
+                    partition_log.close()
+                except (OSError, KafkaStorageError) as exc:
+                    log.error("closing %s: %s", partition_log.directory, exc)
+                    clean = False
+                clean = clean and not partition_log.offline
+            self.checkpoint()
+            if clean:
+                self._fs.atomic_write(self._path(naming.CLEAN_SHUTDOWN_FILE), b"")
+        finally:
+            self._unlock()
+
+    def abandon(self) -> None:
+        """Simulate a crash (fault injection for tests): drop every descriptor and the lock without
+        trimming, fsyncing, checkpointing or writing the clean-shutdown marker."""
+        if self._closed:
+            return
+        self._closed = True
+        for _, partition_log in list(self._logs.items()):
+            partition_log.abandon()
+        self._unlock()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError("log manager is closed")
+
+    def __enter__(self) -> LogManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java properties text (the simple subset Kafka writes): ``key=value`` lines, ``#``/``!`` comments."""
+    props: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            props[line] = ""
+        else:
+            props[line[:sep].strip()] = line[sep + 1 :].strip()
+    return props

@@ -1,0 +1,129 @@
+"""Naming rules for everything the storage engine puts on disk (the one place for them).
+
+Kafka-compatible layout::
+
+    <data-dir>/
+      meta.properties  .lock  .kafka_cleanshutdown  __minikafka_topics.json
+      recovery-point-offset-checkpoint  log-start-offset-checkpoint
+      <topic>-<partition>/
+        00000000000000000000.log  .index  .timeindex  (.snapshot)
+        leader-epoch-checkpoint
+
+- Segment files: the segment's base offset as 20 zero-padded decimal digits plus
+  a suffix. A segment pending deletion has `.deleted` appended to each file name.
+- Partition directory: ``<topic>-<partition>``; topic names may contain '-', so
+  parsing splits on the *last* '-'.
+- A partition directory being deleted is renamed ``<topic>-<partition>.<hex id>-delete``
+  first, so a crash half-way leaves something recognisable to finish removing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+DELETED_SUFFIX = ".deleted"
+TMP_SUFFIX = ".tmp"
+DELETE_DIR_SUFFIX = "-delete"
+
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, SNAPSHOT_SUFFIX)
+
+META_PROPERTIES = "meta.properties"
+LOCK_FILE = ".lock"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+TOPICS_FILE = "__minikafka_topics.json"
+
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+_OFFSET_DIGITS = 20
+
+
+def offset_filename(base_offset: int) -> str:
+    """``"%020d" % base_offset``: the stem shared by a segment's files."""
+    if base_offset < 0:
+        raise ValueError(f"negative base offset {base_offset}")
+    return f"{base_offset:020d}"
+
+
+def segment_file(directory: str, base_offset: int, suffix: str) -> str:
+    """Path of one of a segment's files, e.g. ``segment_file(d, 0, LOG_SUFFIX)``."""
+    return os.path.join(directory, offset_filename(base_offset) + suffix)
+
+
+def log_file(directory: str, base_offset: int) -> str:
+    return segment_file(directory, base_offset, LOG_SUFFIX)
+
+
+def index_file(directory: str, base_offset: int) -> str:
+    return segment_file(directory, base_offset, INDEX_SUFFIX)
+
+
+def time_index_file(directory: str, base_offset: int) -> str:
+    return segment_file(directory, base_offset, TIME_INDEX_SUFFIX)
+
+
+def snapshot_file(directory: str, base_offset: int) -> str:
+    return segment_file(directory, base_offset, SNAPSHOT_SUFFIX)
+
+
+def parse_segment_filename(name: str) -> tuple[int, str] | None:
+    """``"00000000000000000042.index"`` -> ``(42, ".index")``; None for anything else.
+
+    Names carrying a `.deleted` or `.tmp` suffix are not segment files (None).
+    """
+    stem, dot, ext = name.partition(".")
+    if not dot or len(stem) != _OFFSET_DIGITS or not stem.isdigit():
+        return None
+    suffix = "." + ext
+    if suffix not in SEGMENT_SUFFIXES:
+        return None
+    return int(stem), suffix
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    """``"<topic>-<partition>"``."""
+    if partition < 0:
+        raise ValueError(f"negative partition {partition}")
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
+    """``"my-topic-3"`` -> ``("my-topic", 3)``; None if the name is not a partition directory."""
+    topic, dash, partition = name.rpartition("-")
+    if not dash or not topic or not partition.isdigit() or not partition.isascii():
+        return None
+    if topic_name_error(topic) is not None:
+        return None
+    return topic, int(partition)
+
+
+def delete_dir_name(partition_dir: str, unique: str) -> str:
+    """Name a partition directory (base name) is renamed to before removal: ``<topic>-<p>.<unique>-delete``."""
+    return f"{partition_dir}.{unique}{DELETE_DIR_SUFFIX}"
+
+
+def is_delete_dir_name(name: str) -> bool:
+    return name.endswith(DELETE_DIR_SUFFIX) and "." in name
+
+
+def topic_name_error(name: str) -> str | None:
+    """Why ``name`` is not a legal Kafka topic name, or None if it is.
+
+    Kafka's rules: 1 to 249 characters from ``[a-zA-Z0-9._-]``, and neither "." nor "..".
+    """
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return f"topic name cannot be {name!r}"
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"topic name is {len(name)} characters long, more than {MAX_TOPIC_NAME_LENGTH}"
+    if not _LEGAL_TOPIC.fullmatch(name):
+        return f"topic name {name!r} has characters outside [a-zA-Z0-9._-]"
+    return None
