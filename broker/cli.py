@@ -1,0 +1,81 @@
+"""Command line: `minikafka broker [...]` and `python -m broker [...]`.
+
+Exit codes: 0 after a clean shutdown, 2 for a configuration error (one line on
+stderr naming the key), 1 when the broker cannot start (port in use, data dir
+locked by another broker).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from broker.config import BrokerConfig, ConfigError
+
+
+def broker_parser(prog: str = "minikafka broker") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=prog, description="Run a minikafka broker (node id 0).")
+    p.add_argument("--data-dir", help="data directory (log.dirs), default ./data")
+    p.add_argument("--host", help="listen address, default 127.0.0.1")
+    p.add_argument("--port", type=int, help="listen port, default 9092")
+    p.add_argument("--advertised-host", help="host name given to clients, default: --host")
+    p.add_argument("--config", help="Kafka-style server.properties file")
+    p.add_argument("--print-config", action="store_true", help="print the effective configuration and exit")
+    p.add_argument("--log-level", default=os.environ.get("MINIKAFKA_LOG_LEVEL", "INFO"))
+    return p
+
+
+def run_broker(argv: list[str], prog: str = "minikafka broker") -> int:
+    args = broker_parser(prog).parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = BrokerConfig.load(
+            args.config,
+            env=os.environ,
+            overrides={
+                "log.dirs": args.data_dir,
+                "host": args.host,
+                "port": args.port,
+                "advertised.host": args.advertised_host,
+            },
+        )
+    except ConfigError as exc:
+        print(f"minikafka: configuration error: {exc}", file=sys.stderr)
+        return 2
+    if args.print_config:
+        print(config.describe())
+        return 0
+
+    import uvloop
+
+    from broker.server import run
+
+    try:
+        uvloop.run(run(config))
+    except (OSError, RuntimeError) as exc:  # port in use, data dir locked or unreadable
+        print(f"minikafka: cannot start broker: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: minikafka broker [--data-dir DIR] [--host H] [--port P] [--config FILE] ...")
+        return 0 if argv else 2
+    if argv[0] == "broker":
+        return run_broker(argv[1:])
+    print(f"minikafka: unknown command {argv[0]!r} (try: minikafka broker --help)", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

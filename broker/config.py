@@ -1,0 +1,187 @@
+"""Broker configuration with Kafka's key names and defaults.
+
+Sources, later ones winning: built-in defaults, a Kafka-style properties file
+(`--config`), environment variables (`MINIKAFKA_LOG_RETENTION_MS=...`: the key
+upper-cased with dots as underscores), command-line flags. An unknown key or a
+value that does not parse raises `ConfigError` naming the key.
+
+Properties file format: `key=value` or `key: value` lines; `#` and `!` start
+comments; surrounding blanks are stripped. (Line continuations and escapes of
+Java's format are not supported.)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown or its value is invalid."""
+
+
+def _bool(v: str) -> bool:
+    s = v.strip().lower()
+    if s in ("true", "1", "yes"):
+        return True
+    if s in ("false", "0", "no"):
+        return False
+    raise ValueError(f"expected true or false, got {v!r}")
+
+
+def _int(v: str) -> int:
+    return int(v.strip())
+
+
+def _str(v: str) -> str:
+    return v.strip()
+
+
+def _timestamp_type(v: str) -> str:
+    s = v.strip()
+    if s not in ("CreateTime", "LogAppendTime"):
+        raise ValueError("expected CreateTime or LogAppendTime")
+    return s
+
+
+def _cleanup_policy(v: str) -> str:
+    parts = sorted(p.strip() for p in v.split(",") if p.strip())
+    if not parts or any(p not in ("delete", "compact") for p in parts):
+        raise ValueError("expected delete, compact or compact,delete")
+    return ",".join(parts)
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    doc: str
+
+
+KEYS: dict[str, Key] = {
+    k.name: k
+    for k in (
+        Key("node.id", _int, 0, "this broker's id"),
+        Key("broker.id", _int, 0, "alias of node.id"),
+        Key("host", _str, "127.0.0.1", "address to listen on"),
+        Key("port", _int, 9092, "port to listen on"),
+        Key("advertised.host", _str, "", "host clients are told to connect to (default: host)"),
+        Key("log.dirs", _str, "./data", "data directory"),
+        Key("num.partitions", _int, 1, "partitions of auto-created topics"),
+        Key("default.replication.factor", _int, 1, "replication factor of auto-created topics"),
+        Key("auto.create.topics.enable", _bool, True, "create topics on first metadata request"),
+        Key("log.segment.bytes", _int, 1073741824, "segment size before rolling"),
+        Key("log.roll.ms", _int, 604800000, "segment age before rolling"),
+        Key("log.index.size.max.bytes", _int, 10485760, "preallocated index size"),
+        Key("log.index.interval.bytes", _int, 4096, "bytes between sparse index entries"),
+        Key("log.retention.ms", _int, 604800000, "time-based retention (-1: forever)"),
+        Key("log.retention.bytes", _int, -1, "size-based retention per partition (-1: none)"),
+        Key("log.cleanup.policy", _cleanup_policy, "delete", "delete, compact or both"),
+        Key("log.message.timestamp.type", _timestamp_type, "CreateTime", "CreateTime or LogAppendTime"),
+        Key("log.flush.interval.messages", _int, 2**63 - 1, "messages before a forced fsync"),
+        Key("log.flush.interval.ms", _int, 2**63 - 1, "ms before a forced fsync"),
+        Key("message.max.bytes", _int, 1048588, "largest record batch accepted"),
+        Key("socket.request.max.bytes", _int, 104857600, "largest request frame accepted"),
+        Key("queued.max.requests", _int, 500, "requests queued per connection before reading pauses"),
+        Key("connections.max.idle.ms", _int, 600000, "idle connections are closed after this"),
+        Key("offsets.topic.num.partitions", _int, 50, "partitions of __consumer_offsets"),
+        Key("group.initial.rebalance.delay.ms", _int, 3000, "delay before the first rebalance"),
+        Key("cluster.id", _str, "", "cluster id (generated and kept in meta.properties if empty)"),
+    )
+}
+
+
+def env_name(key: str) -> str:
+    return "MINIKAFKA_" + key.upper().replace(".", "_")
+
+
+def parse_properties(text: str, source: str = "properties") -> dict[str, str]:
+    """Parse `key=value` lines of a Kafka properties file into raw strings."""
+    out: dict[str, str] = {}
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep <= 0:
+            raise ConfigError(f"{source}:{lineno}: expected key=value, got {raw!r}")
+        out[line[:sep].strip()] = line[sep + 1 :].strip()
+    return out
+
+
+class BrokerConfig:
+    """Effective broker configuration: typed values plus where each came from."""
+
+    def __init__(self, values: dict[str, Any], sources: dict[str, str]) -> None:
+        self.values = values
+        self.sources = sources
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    @property
+    def node_id(self) -> int:
+        return int(self.values["node.id"])
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.values["log.dirs"].split(",")[0])
+
+    @property
+    def advertised_host(self) -> str:
+        return self.values["advertised.host"] or self.values["host"]
+
+    @classmethod
+    def load(
+        cls,
+        file: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+    ) -> BrokerConfig:
+        values = {k.name: k.default for k in KEYS.values()}
+        sources = {k.name: "default" for k in KEYS.values()}
+
+        def apply(key: str, raw: Any, source: str) -> None:
+            if key == "listeners":
+                host, _, port = str(raw).rpartition(":")
+                host = host.split("://")[-1]
+                apply("host", host or "0.0.0.0", source)
+                apply("port", port, source)
+                return
+            if key not in KEYS:
+                raise ConfigError(f"unknown configuration key {key!r} (from {source})")
+            try:
+                value = KEYS[key].parse(raw) if isinstance(raw, str) else raw
+            except ValueError as exc:
+                raise ConfigError(f"invalid value {raw!r} for {key!r} (from {source}): {exc}") from None
+            if key == "broker.id":
+                key = "node.id"
+            values[key] = value
+            sources[key] = source
+
+        if file is not None:
+            try:
+                text = Path(file).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot read config file {file}: {exc.strerror}") from None
+            for key, raw in parse_properties(text, str(file)).items():
+                apply(key, raw, str(file))
+        for key in KEYS:
+            name = env_name(key)
+            if env is not None and name in env:
+                apply(key, env[name], f"env {name}")
+        for key, value in (overrides or {}).items():
+            if value is not None:
+                apply(key, value, "command line")
+        return cls(values, sources)
+
+    def describe(self) -> str:
+        """The effective configuration, one `key=value  # source` line per key."""
+        width = max(len(k) for k in self.values)
+        return "\n".join(
+            f"{k:<{width}} = {self.values[k]!s}  # {self.sources[k]}" for k in sorted(self.values)
+        )

@@ -1,0 +1,221 @@
+"""One client connection: framing, dispatch, responses in request order.
+
+Wire contract:
+- Every request is `INT32 size` + header + body. A size below 1 or above
+  `socket.request.max.bytes` closes the connection before anything is allocated.
+- Requests are decoded and handed to their handler one at a time, in arrival
+  order. A handler returns a response dict, `None` (no response: acks=0
+  Produce), or an awaitable of either (acks=all waiting for fsync, a parked
+  Fetch). Later requests keep being processed while an earlier one waits, but
+  responses are written strictly in request order.
+- An unknown api key, an unsupported version, or a body that does not decode
+  closes the connection (what Kafka does). ApiVersions at an unknown version is
+  answered with a v0 body carrying UNSUPPORTED_VERSION and our version table.
+
+Flow control: reading pauses while more than `queued.max.requests` responses
+are outstanding or while the transport's write buffer is above its high-water
+mark (a slow reader cannot grow broker memory), and resumes when both drain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import struct
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from broker import registry
+from broker.context import RequestContext
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.headers import API_VERSIONS_KEY, RequestHeader, frame_response, parse_request_header
+from protocol.messages import decode_request, encode_response
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger("minikafka.connection")
+
+_I32 = struct.Struct(">i")
+_API_VERSIONS_FALLBACK_VERSION = 0
+
+
+class _Slot:
+    """A response position in the ordered output queue."""
+
+    __slots__ = ("data", "done")
+
+    def __init__(self) -> None:
+        self.data: bytes | None = None
+        self.done = False
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self._buf = bytearray()
+        self._slots: deque[_Slot] = deque()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._max_frame = int(broker.config["socket.request.max.bytes"])
+        self._max_queued = int(broker.config["queued.max.requests"])
+        self._write_paused = False
+        self._read_paused = False
+        self._closing = False
+        self.last_activity = time.monotonic()
+
+    # -- asyncio.Protocol -------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport is not a subclass
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.broker.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self.broker.connections.discard(self)
+        for task in list(self._tasks):
+            task.cancel()
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._update_reading()
+
+    def data_received(self, data: bytes) -> None:
+        self.last_activity = time.monotonic()
+        buf = self._buf
+        buf += data
+        pos = 0
+        n = len(buf)
+        while not self._closing and n - pos >= 4:
+            (size,) = _I32.unpack_from(buf, pos)
+            if size <= 0 or size > self._max_frame:
+                self.close(f"frame size {size} outside 1..{self._max_frame}")
+                return
+            if n - pos - 4 < size:
+                break
+            frame = bytes(buf[pos + 4 : pos + 4 + size])
+            pos += 4 + size
+            self._handle_frame(frame)
+        if pos:
+            del buf[:pos]
+        self._update_reading()
+
+    # -- dispatch ---------------------------------------------------------
+    def _handle_frame(self, frame: bytes) -> None:
+        try:
+            header = parse_request_header(frame)
+        except ProtocolError as exc:
+            self.close(f"bad request header: {exc}")
+            return
+        handler = registry.HANDLERS.get(header.api_key)
+        if handler is None:
+            self.close(f"unknown api key {header.api_key}")
+            return
+        if not handler.serves(header.api_version):
+            if header.api_key == API_VERSIONS_KEY:
+                self._answer_unsupported_api_versions(header)
+            else:
+                self.close(f"unsupported version {header.api_version} of api {header.api_key}")
+            return
+        try:
+            request = decode_request(header.api_key, header.api_version, memoryview(frame)[header.size :])
+        except ProtocolError as exc:
+            self.close(f"malformed request api {header.api_key} v{header.api_version}: {exc}")
+            return
+        ctx = RequestContext(self.broker, header, self.peer)
+        try:
+            result = handler.fn(ctx, request)
+        except Exception:
+            log.exception("handler for api %d v%d failed", header.api_key, header.api_version)
+            self.close("internal error")
+            return
+        if inspect.isawaitable(result):
+            slot = _Slot()
+            self._slots.append(slot)
+            task = asyncio.ensure_future(self._complete(slot, header, result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        elif result is not None:
+            self._emit(self._encode(header, result))
+
+    async def _complete(self, slot: _Slot, header: RequestHeader, pending: Any) -> None:
+        try:
+            result = await pending
+            slot.data = None if result is None else self._encode(header, result)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("handler for api %d v%d failed", header.api_key, header.api_version)
+            self.close("internal error")
+            return
+        slot.done = True
+        self._flush_slots()
+
+    def _encode(self, header: RequestHeader, response: dict[str, Any]) -> bytes:
+        body = encode_response(header.api_key, header.api_version, response)
+        return frame_response(header.correlation_id, body)
+
+    def _answer_unsupported_api_versions(self, header: RequestHeader) -> None:
+        body = encode_response(
+            API_VERSIONS_KEY,
+            _API_VERSIONS_FALLBACK_VERSION,
+            {
+                "error_code": ErrorCode.UNSUPPORTED_VERSION,
+                "api_keys": [
+                    {"api_key": k, "min_version": lo, "max_version": hi}
+                    for k, lo, hi in registry.advertised()
+                ],
+            },
+        )
+        self._emit(frame_response(header.correlation_id, body))
+
+    # -- output -----------------------------------------------------------
+    def _emit(self, data: bytes) -> None:
+        if self._slots:
+            slot = _Slot()
+            slot.data = data
+            slot.done = True
+            self._slots.append(slot)
+            self._flush_slots()
+        elif self.transport is not None and not self._closing:
+            self.transport.write(data)
+
+    def _flush_slots(self) -> None:
+        slots = self._slots
+        while slots and slots[0].done:
+            data = slots.popleft().data
+            if data is not None and self.transport is not None and not self._closing:
+                self.transport.write(data)
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self.transport is None or self._closing:
+            return
+        should_pause = self._write_paused or len(self._slots) >= self._max_queued
+        if should_pause and not self._read_paused:
+            self._read_paused = True
+            self.transport.pause_reading()
+        elif not should_pause and self._read_paused:
+            self._read_paused = False
+            self.transport.resume_reading()
+
+    def close(self, reason: str | None = None) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        if reason:
+            log.warning("closing connection peer=%s reason=%s", self.peer, reason)
+        if self.transport is not None:
+            self.transport.close()
+
+    @property
+    def idle(self) -> bool:
+        return not self._slots and not self._tasks

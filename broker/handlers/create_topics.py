@@ -1,0 +1,75 @@
+"""CreateTopics: v2-4.
+
+Behavior:
+- Validates each topic: legal name (Kafka's characters, <= 249, not "." or
+  ".."): INVALID_TOPIC_EXCEPTION; partitions >= 1 (-1: num.partitions):
+  INVALID_PARTITIONS; replication factor 1 or -1 (anything else:
+  INVALID_REPLICATION_FACTOR until replication exists); manual assignments
+  must name only this broker, one replica each: INVALID_REPLICA_ASSIGNMENT;
+  topic configs by their topic-level names: INVALID_CONFIG; existing topic:
+  TOPIC_ALREADY_EXISTS; the same name twice in one request: INVALID_REQUEST.
+- validate_only checks everything and creates nothing.
+Version notes: v2-4 share one layout.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from protocol.errors import ErrorCode, KafkaError
+
+API_KEY = 19
+
+
+def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
+    broker = ctx.broker
+    partitions = t.num_partitions
+    if t.assignments:
+        if partitions != -1 or t.replication_factor != -1:
+            raise KafkaError(
+                "assignments given with partitions or replication factor", ErrorCode.INVALID_REQUEST
+            )
+        indexes = sorted(a.partition_index for a in t.assignments)
+        if indexes != list(range(len(indexes))):
+            raise KafkaError("assignment partitions must be 0..n-1", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
+        for a in t.assignments:
+            if list(a.broker_ids) != [broker.node_id]:
+                raise KafkaError(
+                    f"partition {a.partition_index}: replicas {list(a.broker_ids)} (only broker {broker.node_id} exists)",
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                )
+        partitions = len(indexes)
+    else:
+        if partitions == -1:
+            partitions = int(broker.config["num.partitions"])
+        if partitions < 1:
+            raise KafkaError(f"partitions must be at least 1, got {partitions}", ErrorCode.INVALID_PARTITIONS)
+        if t.replication_factor not in (-1, 1):
+            raise KafkaError(
+                f"replication factor {t.replication_factor} > 1 needs replication (one broker)",
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+            )
+    configs = {c.name: c.value for c in t.configs}
+    broker.create_topic(t.name, partitions, configs, validate_only=validate_only)
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    counts = Counter(t.name for t in req.topics)
+    results = []
+    for t in req.topics:
+        code, message = 0, None
+        if counts[t.name] > 1:
+            code, message = ErrorCode.INVALID_REQUEST, f"topic {t.name} named more than once"
+        else:
+            try:
+                _create(ctx, t, req.validate_only)
+            except KafkaError as exc:
+                code, message = exc.code, str(exc)
+        results.append({"name": t.name, "error_code": code, "error_message": message})
+    return {"throttle_time_ms": 0, "topics": results}
+
+
+registry.register(API_KEY, 2, 4, handle)

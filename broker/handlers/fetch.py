@@ -1,0 +1,105 @@
+"""Fetch: v4-11.
+
+Behavior:
+- Every requested partition is in the answer, empty ones included (kafka-python
+  drops a response that misses one).
+- Records are whole batches read from the segment files as bytes, starting at
+  the batch holding fetch_offset, never past the high watermark; no per-record
+  work. The first partition with data gets at least one whole batch even when
+  it exceeds max_bytes / partition_max_bytes; later partitions only what fits
+  in the response budget.
+- fetch_offset outside [log start offset, high watermark]: OFFSET_OUT_OF_RANGE.
+- Long poll: fewer than min_bytes ready and max_wait_ms > 0 parks the fetch on
+  its partitions until an append wakes it or max_wait_ms passes; then it is
+  answered with whatever is there. Shutdown answers parked fetches at once.
+- last_stable_offset = high watermark and an empty aborted-transactions list
+  (no transactions yet), which read_committed consumers need.
+Version notes: v7+ answer session_id 0 (no incremental fetch sessions) and
+  ignore forgotten_topics_data; v11 answers preferred_read_replica -1.
+Leaves out: fetch sessions, follower fetches (replica_id >= 0 treated like a consumer), throttling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from broker import registry
+from broker.broker import Broker, TopicPartition
+from broker.context import RequestContext
+from protocol.errors import ErrorCode, KafkaError
+
+API_KEY = 1
+
+
+def _partition(index: int, code: int, hw: int = -1, start: int = -1, records: bytes = b"") -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "high_watermark": hw,
+        "last_stable_offset": hw,
+        "log_start_offset": start,
+        "aborted_transactions": [] if code == 0 else None,
+        "preferred_read_replica": -1,
+        "records": records,
+    }
+
+
+def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int]:
+    budget = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+    total = 0
+    responses = []
+    for topic in req.topics:
+        parts = []
+        for p in topic.partitions:
+            try:
+                plog = broker.get_log(topic.topic, p.partition)
+                hw = plog.high_watermark
+                start = plog.log_start_offset
+                records = b""
+                if p.fetch_offset < start or p.fetch_offset > hw:
+                    raise KafkaError("fetch offset out of range", ErrorCode.OFFSET_OUT_OF_RANGE)
+                left = budget - total
+                if p.fetch_offset < hw and (left > 0 or total == 0):
+                    records = plog.read(
+                        p.fetch_offset, min(p.partition_max_bytes, max(left, 0)), min_one_batch=total == 0
+                    ).data
+                    total += len(records)
+                parts.append(_partition(p.partition, 0, hw, start, records))
+            except KafkaError as exc:
+                parts.append(_partition(p.partition, exc.code))
+        responses.append({"topic": topic.topic, "partitions": parts})
+    return responses, total
+
+
+def _answer(responses: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+
+
+def handle(ctx: RequestContext, req: Any) -> Any:
+    responses, total = _read(ctx.broker, req)
+    if total >= req.min_bytes or req.max_wait_ms <= 0 or total > 0 and req.min_bytes <= 1:
+        return _answer(responses)
+    return _long_poll(ctx.broker, req)
+
+
+async def _long_poll(broker: Broker, req: Any) -> dict[str, Any]:
+    tps: list[TopicPartition] = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+    deadline = time.monotonic() + req.max_wait_ms / 1000
+    while True:
+        wait = deadline - time.monotonic()
+        if wait > 0 and not broker.shutting_down:
+            fut = broker.park(tps)
+            try:
+                await asyncio.wait_for(fut, wait)
+            except TimeoutError:
+                pass
+            finally:
+                broker.unpark(fut, tps)
+        responses, total = _read(broker, req)
+        if total >= req.min_bytes or time.monotonic() >= deadline or broker.shutting_down:
+            return _answer(responses)
+
+
+registry.register(API_KEY, 4, 11, handle)

@@ -1,0 +1,139 @@
+"""Produce: v3-7 (v0-2 advertised, rejected if sent).
+
+Behavior:
+- Per partition: the record set must be one or more RecordBatch v2 whose sizes,
+  magic and CRC-32C check out (else CORRUPT_MESSAGE); a batch over the topic's
+  max.message.bytes is MESSAGE_TOO_LARGE; a client-sent control batch is
+  INVALID_RECORD; transactional batches are INVALID_TXN_STATE (no transactions yet).
+- Idempotent batches (producer id >= 0) go through the producer-state checks; a
+  duplicate of one of the last five batches answers success with its original
+  base offset and is not appended again.
+- The bytes are appended verbatim; the log patches baseOffset and
+  partitionLeaderEpoch (LogAppendTime topics: also maxTimestamp, the timestamp
+  type bit and the CRC).
+- acks=0: no response at all. acks=1: answered after the append. acks=-1:
+  answered after a group-committed fsync of every touched partition; a failed
+  fsync answers KAFKA_STORAGE_ERROR and never acknowledges.
+- acks outside {-1, 0, 1}: INVALID_REQUIRED_ACKS for every partition.
+- Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (Produce never creates topics).
+Version notes: v5+ carry log_start_offset in the response; v3-7 share the request layout.
+Leaves out: throttling, timestamp-difference validation, per-record validation of
+  compressed batches (batches are stored as sent).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from protocol.records import validate_batches
+from storage.partition_log import PartitionLog
+
+API_KEY = 0
+
+log = logging.getLogger("minikafka.produce")
+
+
+def _partition_result(
+    index: int, code: int, base_offset: int = -1, append_time: int = -1, start: int = -1
+) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": base_offset,
+        "log_append_time_ms": append_time,
+        "log_start_offset": start,
+    }
+
+
+def _append(
+    ctx: RequestContext, topic: str, index: int, records: bytes | None, now_ms: int
+) -> tuple[dict[str, Any], PartitionLog | None]:
+    broker = ctx.broker
+    plog = broker.get_log(topic, index)
+    if not records:
+        raise CorruptRecordError("empty record set")
+    buf = bytearray(records)
+    headers = validate_batches(buf)
+    max_bytes = plog.config.max_message_bytes
+    for h in headers:
+        if h.size > max_bytes:
+            raise KafkaError(
+                f"batch of {h.size} bytes over max.message.bytes {max_bytes}", ErrorCode.MESSAGE_TOO_LARGE
+            )
+        if h.is_control:
+            raise KafkaError("client-sent control batch", ErrorCode.INVALID_RECORD)
+        if h.is_transactional:
+            raise KafkaError("transactions are not supported", ErrorCode.INVALID_TXN_STATE)
+    tp = (topic, index)
+    producers = broker.producer_state(tp) if headers[0].producer_id >= 0 else None
+    if producers is not None:
+        duplicate = producers.check(headers[0])
+        if duplicate is not None:
+            return _partition_result(index, 0, duplicate, -1, plog.log_start_offset), None
+        for h in headers[1:]:
+            if h.producer_id != headers[0].producer_id:
+                raise KafkaError("batches of several producers in one record set", ErrorCode.INVALID_RECORD)
+    result = plog.append(buf, headers, leader_epoch=broker.leader_epoch, now_ms=now_ms)
+    plog.advance_high_watermark(result.last_offset + 1)  # single replica: committed once appended
+    if producers is not None:
+        offset = result.base_offset
+        for h in headers:
+            producers.update(h, offset)
+            offset += h.last_offset_delta + 1
+    broker.wake(tp)
+    return _partition_result(
+        index, 0, result.base_offset, result.log_append_time_ms, plog.log_start_offset
+    ), plog
+
+
+def handle(ctx: RequestContext, req: Any) -> Any:
+    acks = req.acks
+    now_ms = int(time.time() * 1000)
+    responses: list[dict[str, Any]] = []
+    to_sync: list[tuple[dict[str, Any], PartitionLog]] = []
+    for topic in req.topic_data:
+        parts = []
+        for pd in topic.partition_data:
+            if acks not in (-1, 0, 1):
+                parts.append(_partition_result(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
+                continue
+            try:
+                result, plog = _append(ctx, topic.name, pd.index, pd.records, now_ms)
+            except KafkaError as exc:
+                log.debug("produce %s-%d rejected: %s", topic.name, pd.index, exc)
+                result, plog = _partition_result(pd.index, exc.code), None
+            except OSError as exc:
+                log.error("produce %s-%d: storage error: %s", topic.name, pd.index, exc)
+                result, plog = _partition_result(pd.index, ErrorCode.KAFKA_STORAGE_ERROR), None
+            parts.append(result)
+            if plog is not None and acks == -1:
+                to_sync.append((result, plog))
+        responses.append({"name": topic.name, "partition_responses": parts})
+    response = {"responses": responses, "throttle_time_ms": 0}
+    if acks == 0:
+        return None
+    if to_sync:
+        return _after_fsync(ctx, response, to_sync)
+    return response
+
+
+async def _after_fsync(
+    ctx: RequestContext, response: dict[str, Any], to_sync: list[tuple[dict[str, Any], PartitionLog]]
+) -> dict[str, Any]:
+    commit = ctx.broker.group_commit
+    waits = {id(plog): commit.sync(plog) for _, plog in to_sync}
+    for result, plog in to_sync:
+        try:
+            await waits[id(plog)]
+        except (OSError, KafkaError) as exc:
+            log.error("fsync failed, not acknowledging: %s", exc)
+            result.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, base_offset=-1)
+    return response
+
+
+registry.register(API_KEY, 3, 7, handle, advertise_min=0)

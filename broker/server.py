@@ -1,0 +1,87 @@
+"""Run a broker: listen, serve, shut down cleanly.
+
+Shutdown (SIGTERM/SIGINT or `BrokerServer.stop()`): stop accepting, answer
+parked fetches with what they have, wait (up to a deadline) for in-flight
+requests to be answered and written, close connections, then flush and close
+every log (checkpoints and the clean-shutdown marker are written by storage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import time
+
+from broker import handlers  # noqa: F401  (registers every API handler)
+from broker.broker import Broker
+from broker.config import BrokerConfig
+from broker.connection import KafkaConnection
+
+log = logging.getLogger("minikafka.server")
+
+SHUTDOWN_DEADLINE_S = 10.0
+
+
+class BrokerServer:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker: Broker | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._stopped = asyncio.Event()
+        self.port: int = int(config["port"])
+
+    async def start(self) -> None:
+        self.broker = Broker(self.config)
+        loop = asyncio.get_running_loop()
+        broker = self.broker
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(broker),
+            host=self.config["host"],
+            port=int(self.config["port"]),
+            reuse_address=True,
+            backlog=1024,
+        )
+        self.port = broker.port = self._server.sockets[0].getsockname()[1]
+        log.info(
+            "minikafka broker %d listening on %s:%d (advertised %s), data in %s",
+            broker.node_id,
+            self.config["host"],
+            self.port,
+            self.config.advertised_host,
+            self.config.data_dir,
+        )
+
+    async def stop(self) -> None:
+        if self._stopped.is_set() or self.broker is None:
+            self._stopped.set()
+            return
+        broker = self.broker
+        log.info("shutting down")
+        if self._server is not None:
+            self._server.close()
+        broker.close_waiters()
+        deadline = time.monotonic() + SHUTDOWN_DEADLINE_S
+        while time.monotonic() < deadline and any(not c.idle for c in broker.connections):
+            await asyncio.sleep(0.01)
+        for conn in list(broker.connections):
+            if conn.transport is not None:
+                while time.monotonic() < deadline and conn.transport.get_write_buffer_size():
+                    await asyncio.sleep(0.01)
+            conn.close()
+        await asyncio.sleep(0)
+        broker.close()
+        log.info("shut down cleanly")
+        self._stopped.set()
+
+    async def serve_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.stop()))
+        await self._stopped.wait()
+
+
+async def run(config: BrokerConfig) -> None:
+    server = BrokerServer(config)
+    await server.start()
+    await server.serve_forever()

@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker.config import BrokerConfig, ConfigError, parse_properties
+
+
+def test_precedence_file_env_flags(tmp_path: Path) -> None:
+    f = tmp_path / "server.properties"
+    f.write_text("# comment\nnum.partitions=3\nlog.retention.ms = 1000\nport: 9999\n")
+    cfg = BrokerConfig.load(
+        f, env={"MINIKAFKA_LOG_RETENTION_MS": "2000"}, overrides={"port": 1234, "host": None}
+    )
+    assert cfg["num.partitions"] == 3 and cfg.sources["num.partitions"] == str(f)
+    assert cfg["log.retention.ms"] == 2000 and cfg.sources["log.retention.ms"].startswith("env")
+    assert cfg["port"] == 1234 and cfg.sources["port"] == "command line"
+    assert cfg["host"] == "127.0.0.1" and cfg.sources["host"] == "default"
+    assert "num.partitions" in cfg.describe()
+
+
+def test_listeners_key(tmp_path: Path) -> None:
+    f = tmp_path / "p"
+    f.write_text("listeners=PLAINTEXT://127.0.0.2:19092\n")
+    cfg = BrokerConfig.load(f)
+    assert (cfg["host"], cfg["port"]) == ("127.0.0.2", 19092)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("no.such.key=1\n", "unknown configuration key 'no.such.key'"),
+        ("num.partitions=abc\n", "invalid value 'abc' for 'num.partitions'"),
+        ("auto.create.topics.enable=maybe\n", "auto.create.topics.enable"),
+        ("just a line\n", "expected key=value"),
+    ],
+)
+def test_bad_config_names_the_key(tmp_path: Path, text: str, message: str) -> None:
+    f = tmp_path / "p"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        BrokerConfig.load(f)
+
+
+def test_missing_file() -> None:
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        BrokerConfig.load("/nonexistent/server.properties")
+
+
+def test_parse_properties_separators() -> None:
+    assert parse_properties("a=1\nb: 2\n! c\nd = x=y\n") == {"a": "1", "b": "2", "d": "x=y"}
