@@ -1,0 +1,14 @@
+# minikafka broker image: slim Python, non-root, data on a volume.
+FROM python:3.11-slim
+RUN useradd --create-home --uid 1000 minikafka
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY broker ./broker
+COPY client ./client
+COPY protocol ./protocol
+COPY storage ./storage
+RUN pip install --no-cache-dir . && mkdir -p /data && chown minikafka /data
+USER minikafka
+VOLUME ["/data"]
+EXPOSE 9092
+CMD ["python", "-m", "broker", "--data-dir", "/data", "--host", "0.0.0.0", "--port", "9092", "--advertised-host", "localhost"]

@@ -1,0 +1,41 @@
+"""The broker's command line: clear errors for bad configuration, clean exit on SIGTERM."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.broker_process import REPO, BrokerProcess
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "broker", *args], cwd=REPO, capture_output=True, text=True, timeout=30, env=env
+    )
+
+
+def test_unknown_config_key_stops_with_one_line(tmp_path: Path) -> None:
+    cfg = tmp_path / "server.properties"
+    cfg.write_text("num.partitions=2\nlog.retention.banana=1\n")
+    res = run_cli("--config", str(cfg), "--data-dir", str(tmp_path / "d"))
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        f"minikafka: configuration error: unknown configuration key 'log.retention.banana' (from {cfg})"
+    ]
+
+
+def test_print_config_shows_sources(tmp_path: Path) -> None:
+    import os
+
+    res = run_cli("--print-config", "--port", "1234", env={**os.environ, "MINIKAFKA_NUM_PARTITIONS": "4"})
+    assert res.returncode == 0
+    lines = {line.split("=")[0].strip(): line for line in res.stdout.splitlines()}
+    assert lines["port"].endswith("# command line") and "1234" in lines["port"]
+    assert "env MINIKAFKA_NUM_PARTITIONS" in lines["num.partitions"]
+
+
+def test_second_broker_on_same_data_dir_refused(broker: BrokerProcess) -> None:
+    res = run_cli("--data-dir", str(broker.data_dir), "--port", "0")
+    assert res.returncode == 1
+    assert "minikafka: cannot start broker" in res.stderr and "lock" in res.stderr.lower()

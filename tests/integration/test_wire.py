@@ -1,0 +1,437 @@
+"""The broker process on the wire: version table, framing, errors, produce/fetch semantics.
+
+Raw sockets with our own encoder; the real clients are in tests/compat.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from protocol.errors import ErrorCode
+from protocol.records import Record, build_batch, decode_batch, read_header, validate_batches
+from tests.broker_process import BrokerProcess
+from tests.wire import RawClient
+
+EXPECTED_VERSIONS = {
+    0: (0, 7),
+    1: (4, 11),
+    2: (1, 3),
+    3: (0, 5),
+    18: (0, 3),
+    19: (2, 4),
+    20: (1, 3),
+    22: (0, 1),
+}
+
+
+def batch(*values: bytes, **kw: Any) -> bytes:
+    return build_batch([Record(i, i, b"k%d" % i, v) for i, v in enumerate(values)], **kw)
+
+
+def create(
+    c: RawClient,
+    name: str,
+    partitions: int = 1,
+    rf: int = 1,
+    configs: dict[str, str] | None = None,
+    validate_only: bool = False,
+) -> Any:
+    return c.request(
+        19,
+        4,
+        {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": rf,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                }
+            ],
+            "timeout_ms": 5000,
+            "validate_only": validate_only,
+        },
+    ).topics[0]
+
+
+def produce(
+    c: RawClient, topic: str, records: bytes, partition: int = 0, acks: int = 1, version: int = 7
+) -> Any:
+    resp = c.request(
+        0,
+        version,
+        {
+            "transactional_id": None,
+            "acks": acks,
+            "timeout_ms": 5000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}],
+        },
+    )
+    return resp.responses[0].partition_responses[0]
+
+
+def fetch_request(
+    topic: str,
+    offset: int,
+    partitions: tuple[int, ...] = (0,),
+    max_wait: int = 0,
+    min_bytes: int = 1,
+    max_bytes: int = 1 << 20,
+) -> dict[str, Any]:
+    return {
+        "replica_id": -1,
+        "max_wait_ms": max_wait,
+        "min_bytes": min_bytes,
+        "max_bytes": max_bytes,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": p,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": offset,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": max_bytes,
+                    }
+                    for p in partitions
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+
+
+def fetch(c: RawClient, topic: str, offset: int, **kw: Any) -> Any:
+    return c.request(1, 11, fetch_request(topic, offset, **kw)).responses[0].partitions[0]
+
+
+def list_offset(c: RawClient, topic: str, ts: int) -> Any:
+    return (
+        c.request(
+            2,
+            3,
+            {
+                "replica_id": -1,
+                "isolation_level": 0,
+                "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": ts}]}],
+            },
+        )
+        .topics[0]
+        .partitions[0]
+    )
+
+
+def still_serves(port: int) -> None:
+    with RawClient(port) as c:
+        assert c.request(18, 2, {}).error_code == 0
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_api_versions_table(broker: BrokerProcess, version: int) -> None:
+    with RawClient(broker.port) as c:
+        body = {"client_software_name": "raw", "client_software_version": "1", "tagged_fields": {}}
+        resp = c.request(18, version, body if version == 3 else {})
+    assert resp.error_code == 0
+    table = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+    assert table == EXPECTED_VERSIONS
+
+
+def test_api_versions_unknown_version_answers_v0_with_error_35(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        cid = c.send(18, 99, b"garbage that is not parsed")
+        resp = c.recv(18, 0, cid)
+        assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
+        assert (18, 0, 3) in [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys]
+        assert (
+            c.request(
+                18, 3, {"client_software_name": "x", "client_software_version": "1", "tagged_fields": {}}
+            ).error_code
+            == 0
+        )
+
+
+@pytest.mark.parametrize("size", [104_857_601, -1, 0])
+def test_bad_frame_size_closes(broker: BrokerProcess, size: int) -> None:
+    with RawClient(broker.port) as c:
+        c.sock.sendall(struct.pack(">i", size) + b"\x00" * 16)
+        assert c.is_closed()
+    still_serves(broker.port)
+
+
+@pytest.mark.parametrize(("key", "version"), [(9999, 0), (0, 2), (0, 99), (3, 6)])
+def test_unknown_key_or_version_closes(broker: BrokerProcess, key: int, version: int) -> None:
+    with RawClient(broker.port) as c:
+        c.send(key, version, b"\x00" * 32)
+        assert c.is_closed()
+    still_serves(broker.port)
+
+
+def test_header_cut_short_then_eof(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        c.sock.sendall(struct.pack(">i", 20) + b"\x00\x03\x00")
+        c.sock.shutdown(1)
+        assert c.is_closed()
+    still_serves(broker.port)
+
+
+def test_malformed_body_closes(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        c.send(3, 1, struct.pack(">i", 0x7FFFFFFF) + b"\x00" * 10)  # array count far beyond the bytes left
+        assert c.is_closed()
+    still_serves(broker.port)
+
+
+def test_invalid_utf8_client_id_closes(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        c.send_frame(struct.pack(">hhih", 18, 0, 1, 2) + b"\xff\xfe")
+        assert c.is_closed()
+    still_serves(broker.port)
+
+
+def test_pipelined_requests_answered_in_order(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        create(c, "pipe")
+        sent = []
+        for i in range(30):
+            if i % 3 == 0:
+                sent.append((c.send(1, 11, fetch_request("pipe", 0, max_wait=200, min_bytes=10_000)), 1, 11))
+            elif i % 3 == 1:
+                sent.append((c.send(18, 2, {}), 18, 2))
+            else:
+                sent.append(
+                    (
+                        c.send(
+                            0,
+                            7,
+                            {
+                                "transactional_id": None,
+                                "acks": -1,
+                                "timeout_ms": 5000,
+                                "topic_data": [
+                                    {
+                                        "name": "pipe",
+                                        "partition_data": [{"index": 0, "records": batch(b"v%d" % i)}],
+                                    }
+                                ],
+                            },
+                        ),
+                        0,
+                        7,
+                    )
+                )
+        for cid, key, version in sent:
+            c.recv(key, version, cid)
+
+
+def test_produce_errors_keep_connection_usable(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        assert create(c, "errs").error_code == 0
+        good = batch(b"hello")
+        flipped = bytearray(good)
+        flipped[70] ^= 0x01
+        assert produce(c, "errs", bytes(flipped)).error_code == ErrorCode.CORRUPT_MESSAGE
+        big = batch(b"x" * 1_100_000)
+        assert produce(c, "errs", big).error_code == ErrorCode.MESSAGE_TOO_LARGE
+        assert produce(c, "errs", good, acks=5).error_code == ErrorCode.INVALID_REQUIRED_ACKS
+        assert produce(c, "nope", good).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert produce(c, "errs", good, partition=3).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert produce(c, "errs", good[:-3]).error_code == ErrorCode.CORRUPT_MESSAGE
+        control = build_batch(
+            [Record(0, 0, b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x00")], is_control=True
+        )
+        assert produce(c, "errs", control).error_code == ErrorCode.INVALID_RECORD
+        ok = produce(c, "errs", good)
+        assert (ok.error_code, ok.base_offset) == (0, 0)
+        # nothing of the rejected batches reached the log
+        assert fetch(c, "errs", 0).high_watermark == 1
+
+
+def test_produce_fetch_offsets_and_batches(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        create(c, "pf", partitions=2)
+        offsets = [produce(c, "pf", batch(*[b"m%d" % j for j in range(i + 1)])).base_offset for i in range(5)]
+        assert offsets == [0, 1, 3, 6, 10]
+        assert produce(c, "pf", batch(b"a"), acks=-1).base_offset == 15
+        part = fetch(c, "pf", 7)  # inside the fourth batch: that whole batch comes back first
+        assert part.error_code == 0 and part.high_watermark == 16 and part.last_stable_offset == 16
+        assert part.aborted_transactions == []
+        headers = validate_batches(part.records)
+        assert [h.base_offset for h in headers] == [6, 10, 15]
+        hdr, recs = decode_batch(part.records)
+        assert [r.value for r in recs] == [b"m0", b"m1", b"m2", b"m3"]
+        assert fetch(c, "pf", 16).records in (b"", None)
+        assert fetch(c, "pf", 17).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        # every requested partition is answered, the empty one too
+        resp = c.request(1, 4, fetch_request("pf", 0, partitions=(0, 1)))
+        assert [p.partition_index for p in resp.responses[0].partitions] == [0, 1]
+        # max_bytes smaller than the first batch still returns one whole batch
+        one = fetch(c, "pf", 0, max_bytes=10)
+        assert [h.base_offset for h in validate_batches(one.records)] == [0]
+
+
+def test_fetch_long_poll_wakes_on_produce(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c, RawClient(broker.port) as p:
+        create(c, "lp")
+        started = time.monotonic()
+        cid = c.send(1, 11, fetch_request("lp", 0, max_wait=10_000, min_bytes=1))
+        threading.Timer(0.3, lambda: produce(p, "lp", batch(b"wake"))).start()
+        part = c.recv(1, 11, cid).responses[0].partitions[0]
+        assert 0.25 < time.monotonic() - started < 5
+        assert decode_batch(part.records)[1][0].value == b"wake"
+        # nothing arrives: answered empty after max_wait_ms
+        started = time.monotonic()
+        empty = fetch(c, "lp", 1, max_wait=300)
+        assert 0.25 < time.monotonic() - started < 5 and not empty.records
+
+
+def test_list_offsets(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        create(c, "lo")
+        for i in range(3):
+            produce(c, "lo", batch(b"a", b"b", base_timestamp=1_000_000 + i * 1000))
+        assert list_offset(c, "lo", -2).offset == 0
+        assert list_offset(c, "lo", -1).offset == 6
+        hit = list_offset(c, "lo", 1_001_000)
+        assert (hit.offset, hit.timestamp) == (2, 1_001_000)
+        hit = list_offset(c, "lo", 1_001_001)
+        assert (hit.offset, hit.timestamp) == (3, 1_001_001)
+        assert list_offset(c, "lo", 9_000_000).offset == -1
+        resp = c.request(
+            2,
+            1,
+            {
+                "replica_id": -1,
+                "topics": [{"name": "zz", "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+            },
+        )
+        assert resp.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_idempotent_producer_rules(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        create(c, "idem")
+        init = c.request(22, 1, {"transactional_id": None, "transaction_timeout_ms": 60000})
+        pid = init.producer_id
+        assert init.error_code == 0 and init.producer_epoch == 0
+        assert c.request(22, 0, {"transactional_id": None, "transaction_timeout_ms": 1}).producer_id != pid
+
+        def b(seq: int, n: int = 2, epoch: int = 0) -> bytes:
+            return batch(*[b"x"] * n, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+
+        assert produce(c, "idem", b(0)).base_offset == 0
+        assert produce(c, "idem", b(2)).base_offset == 2
+        dup = produce(c, "idem", b(0))
+        assert (dup.error_code, dup.base_offset) == (0, 0)
+        assert produce(c, "idem", b(7)).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert produce(c, "idem", b(4)).base_offset == 4
+        assert produce(c, "idem", b(0, epoch=1)).base_offset == 6
+        assert produce(c, "idem", b(2, epoch=0)).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+        other = batch(b"y", producer_id=pid + 100, producer_epoch=0, base_sequence=5)
+        assert produce(c, "idem", other).error_code == ErrorCode.UNKNOWN_PRODUCER_ID
+        assert fetch(c, "idem", 0).high_watermark == 8
+
+
+def test_create_topic_validation(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        assert create(c, "ok.topic_1-x", partitions=3).error_code == 0
+        assert create(c, "ok.topic_1-x").error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+        for bad in ("", ".", "..", "a" * 250, "sp ace", "é"):
+            assert create(c, bad).error_code == ErrorCode.INVALID_TOPIC_EXCEPTION, bad
+        assert create(c, "p0", partitions=0).error_code == ErrorCode.INVALID_PARTITIONS
+        assert create(c, "rf3", rf=3).error_code == ErrorCode.INVALID_REPLICATION_FACTOR
+        assert create(c, "cfg", configs={"segment.bytes": "abc"}).error_code == ErrorCode.INVALID_CONFIG
+        assert create(c, "cfg", configs={"no.such": "1"}).error_code == ErrorCode.INVALID_CONFIG
+        assert create(c, "vo", validate_only=True).error_code == 0
+        meta = c.request(3, 5, {"topics": None, "allow_auto_topic_creation": False})
+        assert sorted(t.name for t in meta.topics) == ["ok.topic_1-x"]
+        assert [p.partition_index for p in meta.topics[0].partitions] == [0, 1, 2]
+
+
+def test_metadata_auto_create_and_delete(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        m = c.request(3, 4, {"topics": [{"name": "auto"}], "allow_auto_topic_creation": False})
+        assert m.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        m = c.request(3, 1, {"topics": [{"name": "auto"}]})
+        assert m.topics[0].error_code == 0 and m.controller_id == 0
+        assert (m.brokers[0].node_id, m.brokers[0].host, m.brokers[0].port) == (0, "127.0.0.1", broker.port)
+        assert c.request(3, 0, {"topics": []}).topics[0].name == "auto"
+        assert c.request(3, 1, {"topics": []}).topics == []
+        m = c.request(3, 1, {"topics": [{"name": "bad name"}]})
+        assert m.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        produce(c, "auto", batch(b"x"))
+        resp = c.request(20, 3, {"topic_names": ["auto", "never"], "timeout_ms": 1000})
+        assert [r.error_code for r in resp.responses] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+        assert not (broker.data_dir / "auto-0").exists()
+        assert c.request(3, 5, {"topics": None, "allow_auto_topic_creation": False}).topics == []
+
+
+def test_log_append_time_topic(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        create(c, "lat", configs={"message.timestamp.type": "LogAppendTime"})
+        before = int(time.time() * 1000)
+        resp = produce(c, "lat", batch(b"a", b"b", base_timestamp=1000))
+        assert resp.log_append_time_ms >= before
+        part = fetch(c, "lat", 0)
+        (h,) = validate_batches(part.records)  # CRC recomputed
+        assert h.timestamp_type == 1 and h.max_timestamp == resp.log_append_time_ms
+
+
+def test_restart_keeps_data_and_continues_offsets(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        create(c, "keep", partitions=2)
+        pid = c.request(22, 0, {"transactional_id": None, "transaction_timeout_ms": 1}).producer_id
+        first = batch(b"a", b"b", producer_id=pid, producer_epoch=0, base_sequence=0)
+        produce(c, "keep", first)
+        produce(c, "keep", batch(b"c"), partition=1)
+    assert broker.stop() == 0
+    broker.start()
+    with RawClient(broker.port) as c:
+        dup = produce(c, "keep", first)  # producer state rebuilt from the log
+        assert (dup.error_code, dup.base_offset) == (0, 0)
+        assert produce(c, "keep", batch(b"d")).base_offset == 2
+        assert produce(c, "keep", batch(b"e"), partition=1).base_offset == 1
+        values = [r.value for r in decode_batch(fetch(c, "keep", 0).records)[1]]
+        assert values == [b"a", b"b"]
+        assert c.request(22, 0, {"transactional_id": None, "transaction_timeout_ms": 1}).producer_id > pid
+
+
+def test_segment_files_on_disk(broker: BrokerProcess) -> None:
+    sent = [batch(*[bytes([65 + i]) * 300] * 5) for i in range(30)]
+    with RawClient(broker.port) as c:
+        create(c, "disk")
+        for b in sent:
+            produce(c, "disk", b)
+    assert broker.stop() == 0  # clean close trims the indexes
+    d = broker.data_dir / "disk-0"
+    names = sorted(p.name for p in d.iterdir() if p.suffix in (".log", ".index", ".timeindex"))
+    assert names == [
+        "00000000000000000000.index",
+        "00000000000000000000.log",
+        "00000000000000000000.timeindex",
+    ]
+    log = (d / "00000000000000000000.log").read_bytes()
+    pos = 0
+    for i, b in enumerate(sent):
+        h = read_header(log, pos)
+        assert h.base_offset == i * 5 and h.partition_leader_epoch == 0
+        assert log[pos + 8 : pos + 12] == b[8:12] and log[pos + 16 : pos + len(b)] == b[16:]
+        pos += len(b)
+    assert pos == len(log)
+    index = (d / "00000000000000000000.index").read_bytes()
+    timeindex = (d / "00000000000000000000.timeindex").read_bytes()
+    assert len(index) % 8 == 0 and len(index) // 8 >= 2
+    assert len(timeindex) % 12 == 0
+    rel, position = struct.unpack_from(">ii", index, 0)
+    assert read_header(log, position).last_offset == rel
+    broker.start()

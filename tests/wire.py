@@ -1,0 +1,69 @@
+"""A minimal raw-socket Kafka client for tests: encode with our schemas, send, read one response."""
+
+from __future__ import annotations
+
+import socket
+import struct
+from typing import Any
+
+from protocol.headers import encode_request_header
+from protocol.messages import decode_response, encode_request
+
+
+class RawClient:
+    def __init__(self, port: int, timeout: float = 10.0) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.correlation = 0
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def send_frame(self, payload: bytes) -> None:
+        self.sock.sendall(struct.pack(">i", len(payload)) + payload)
+
+    def send(
+        self, api_key: int, version: int, body: dict[str, Any] | bytes, client_id: str | None = "raw"
+    ) -> int:
+        self.correlation += 1
+        data = body if isinstance(body, bytes) else encode_request(api_key, version, body)
+        self.send_frame(encode_request_header(api_key, version, self.correlation, client_id) + data)
+        return self.correlation
+
+    def recv_frame(self) -> bytes:
+        size = struct.unpack(">i", self._recv_exact(4))[0]
+        return self._recv_exact(size)
+
+    def recv(self, api_key: int, version: int, correlation: int | None = None) -> Any:
+        frame = self.recv_frame()
+        (cid,) = struct.unpack_from(">i", frame)
+        if correlation is not None:
+            assert cid == correlation, (cid, correlation)
+        return decode_response(api_key, version, frame[4:])
+
+    def request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        return self.recv(api_key, version, self.send(api_key, version, body))
+
+    def is_closed(self, timeout: float = 5.0) -> bool:
+        """True if the broker closed the connection (EOF) within `timeout`."""
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+        except TimeoutError:
+            return False
+
+    def _recv_exact(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("connection closed by broker")
+            buf += chunk
+        return bytes(buf)
