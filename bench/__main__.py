@@ -122,16 +122,20 @@ def consume(bootstrap: str, topic: str, n: int, partitions: int) -> float:
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     got = 0
     start = time.perf_counter()
+    first = 0.0
     deadline = start + 300
     while got < n and time.perf_counter() < deadline:
-        for msg in c.consume(num_messages=100_000, timeout=0.5):
+        batch = c.consume(num_messages=100_000, timeout=0.5)
+        if batch and not first:
+            first = time.perf_counter()
+        for msg in batch:
             if msg.error() is None:
                 got += 1
-    elapsed = time.perf_counter() - start
+    end = time.perf_counter()
     c.close()
     if got < n:
         raise SystemExit(f"consume got {got} of {n}")
-    return n / elapsed
+    return n / (end - first), first - start
 
 
 def main() -> None:
@@ -139,12 +143,16 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument(
+        "--memory-gb", type=float, default=1.0, help="GB of 1 KB records for the memory pass (0: skip)"
+    )
     args = ap.parse_args()
     n, size, parts = args.records, args.size, args.partitions
     payload = os.urandom(size)
     mb = size / 1e6
 
     rows: list[tuple[str, float, float]] = []
+    mem_pass: list[float] = []
     ceiling = generator_ceiling(n, payload)
     rows.append(("generator ceiling (produce() calls, no broker)", ceiling, ceiling * mb))
 
@@ -158,10 +166,20 @@ def main() -> None:
                 admin.create_topics([NewTopic(t, parts, 1)])[t].result(30)
             r = produce(broker.bootstrap, "bench-acks1", n, payload, parts, "1")
             rows.append((f"produce acks=1 ({n:,} x {size} B, {parts} partitions)", r, r * mb))
-            r = consume(broker.bootstrap, "bench-acks1", n, parts)
-            rows.append(("consume", r, r * mb))
+            r, startup = consume(broker.bootstrap, "bench-acks1", n, parts)
+            rows.append((f"consume (from first record; start-up {startup:.2f} s)", r, r * mb))
             r = produce(broker.bootstrap, "bench-acksall", n, payload, parts, "all")
             rows.append(("produce acks=all (group-commit fsync)", r, r * mb))
+            if args.memory_gb > 0:
+                big = os.urandom(1000)
+                count = int(args.memory_gb * 1e9 / len(big))
+                admin.create_topics([NewTopic("bench-1k", parts, 1)])["bench-1k"].result(30)
+                mark = len(sampler.samples)
+                r = produce(broker.bootstrap, "bench-1k", count, big, parts, "1")
+                rows.append((f"produce acks=1 ({count:,} x 1 KB: memory pass)", r, r * len(big) / 1e6))
+                r, _ = consume(broker.bootstrap, "bench-1k", count, parts)
+                rows.append(("consume 1 KB records", r, r * len(big) / 1e6))
+                mem_pass = sampler.samples[mark:]
         finally:
             sampler.stop_event.set()
             broker.stop()
@@ -173,10 +191,16 @@ def main() -> None:
     s = sampler.samples or [0.0]
     third = max(1, len(s) // 3)
     print(
-        f"\nbroker RSS MB: start {s[0]:.0f}, max {max(s):.0f}, "
+        f"\nbroker RSS MB over the run: start {s[0]:.0f}, max {max(s):.0f}, "
         f"mean of first third {sum(s[:third]) / third:.0f}, mean of last third {sum(s[-third:]) / third:.0f} "
-        f"({len(s)} samples, {n * size * 2 / 1e9:.1f} GB produced)"
+        f"({len(s)} samples)"
     )
+    if mem_pass:
+        q = max(1, len(mem_pass) // 4)
+        print(
+            f"broker RSS MB during the {args.memory_gb:g} GB pass: first quarter mean "
+            f"{sum(mem_pass[:q]) / q:.0f}, last quarter mean {sum(mem_pass[-q:]) / q:.0f}, max {max(mem_pass):.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -66,14 +66,25 @@ def run_broker(argv: list[str], prog: str = "minikafka broker") -> int:
     return 0
 
 
+USAGE = """usage: minikafka COMMAND [...]
+
+commands:
+  broker     run a broker (minikafka broker --help)
+  dump-log   print .log/.index/.timeindex files like kafka-dump-log (minikafka dump-log --help)"""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: minikafka broker [--data-dir DIR] [--host H] [--port P] [--config FILE] ...")
+        print(USAGE)
         return 0 if argv else 2
     if argv[0] == "broker":
         return run_broker(argv[1:])
-    print(f"minikafka: unknown command {argv[0]!r} (try: minikafka broker --help)", file=sys.stderr)
+    if argv[0] == "dump-log":
+        from storage.dump import main as dump_log
+
+        return dump_log(argv[1:])
+    print(f"minikafka: unknown command {argv[0]!r}\n{USAGE}", file=sys.stderr)
     return 2
 
 

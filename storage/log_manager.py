@@ -290,6 +290,33 @@ class LogManager:
             if partition_log is not None:
                 partition_log.delete()
 
+    def alter_topic_configs(
+        self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
+    ) -> LogConfig:
+        """Replace the topic-level overrides of ``name`` (persisted, applied to every partition log).
+
+        Raises `KafkaError` UNKNOWN_TOPIC_OR_PARTITION or INVALID_CONFIG (message names the key).
+        Segments already written keep their files; new settings apply from the next append/roll.
+        """
+        self._check_open()
+        info = self._topics.get(name)
+        if info is None:
+            raise KafkaError(f"unknown topic {name!r}", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        try:
+            config = LogConfig.from_topic_configs(overrides, self.default_config)
+        except ValueError as exc:
+            raise KafkaError(str(exc), code=ErrorCode.INVALID_CONFIG) from None
+        if validate_only:
+            return config
+        updated = TopicInfo(name, info.partitions, dict(overrides), config)
+        self._write_topics({**self._topics, name: updated})
+        self._topics[name] = updated
+        for p in range(info.partitions):
+            partition_log = self._logs.get((name, p))
+            if partition_log is not None:
+                partition_log.config = config
+        return config
+
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
 

@@ -62,9 +62,11 @@ EXPECTED_VERSIONS: dict[int, tuple[str, int, int]] = {
     26: ("EndTxn", 0, 1),
     28: ("TxnOffsetCommit", 0, 1),
     32: ("DescribeConfigs", 1, 2),
+    33: ("AlterConfigs", 0, 1),
     36: ("SaslAuthenticate", 0, 1),
     37: ("CreatePartitions", 0, 1),
     42: ("DeleteGroups", 0, 1),
+    44: ("IncrementalAlterConfigs", 0, 0),
 }
 
 SCHEMAS = list(samples.all_schemas())

@@ -1,0 +1,56 @@
+"""DescribeConfigs: v1-2.
+
+Behavior:
+- Topic resources (type 2): every topic-level config with its effective value,
+  source 1 (set on the topic), 4 (from the broker's properties/env/flags) or 5
+  (default); null configuration_keys means all; unknown names are left out.
+  Synonyms (include_synonyms) list the topic override and the broker key behind it.
+- Broker resources (type 4, name "" or this node id): the broker's static
+  configuration, read-only.
+- Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; other resource types: INVALID_REQUEST.
+Version notes: v1 and v2 share one layout.
+Leaves out: documentation strings and config types (v3+).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry, topic_configs
+from broker.context import RequestContext
+from protocol.errors import ErrorCode, KafkaError
+
+API_KEY = 32
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    results = []
+    for r in req.resources:
+        keys = None if r.configuration_keys is None else list(r.configuration_keys)
+        code, message, configs = 0, None, []
+        try:
+            if r.resource_type == topic_configs.TOPIC:
+                configs = topic_configs.describe_topic(
+                    ctx.broker, r.resource_name, keys, req.include_synonyms
+                )
+            elif r.resource_type == topic_configs.BROKER:
+                configs = topic_configs.describe_broker(
+                    ctx.broker, r.resource_name, keys, req.include_synonyms
+                )
+            else:
+                raise KafkaError(f"unsupported resource type {r.resource_type}", ErrorCode.INVALID_REQUEST)
+        except KafkaError as exc:
+            code, message = exc.code, str(exc)
+        results.append(
+            {
+                "error_code": code,
+                "error_message": message,
+                "resource_type": r.resource_type,
+                "resource_name": r.resource_name,
+                "configs": configs,
+            }
+        )
+    return {"throttle_time_ms": 0, "results": results}
+
+
+registry.register(API_KEY, 1, 2, handle)

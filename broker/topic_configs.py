@@ -1,0 +1,120 @@
+"""Topic and broker configs as the admin APIs see them (DescribeConfigs, AlterConfigs).
+
+Resource types (Kafka's): 2 = topic, 4 = broker. Config sources (Kafka's
+ConfigSource ids): 1 dynamic topic config, 4 static broker config (properties
+file, environment or flag), 5 default. Topic configs are dynamic: they are
+changed with AlterConfigs / IncrementalAlterConfigs and persisted by the log
+manager; broker configs are static and read-only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.broker import Broker
+from protocol.errors import ErrorCode, KafkaError
+from storage.config import BROKER_CONFIG_NAMES
+
+TOPIC = 2
+BROKER = 4
+SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+LIST_CONFIGS = frozenset({"cleanup.policy"})
+
+# topic-level name -> the broker-level name that supplies its default
+_BROKER_SYNONYM = {topic: broker for broker, (topic, scale) in BROKER_CONFIG_NAMES.items() if scale == 1}
+
+
+def _entry(
+    name: str, value: str | None, read_only: bool, source: int, synonyms: list[dict[str, Any]]
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": value,
+        "read_only": read_only,
+        "config_source": source,
+        "is_sensitive": False,
+        "synonyms": synonyms,
+    }
+
+
+def describe_topic(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+    info = broker.logs.topics().get(name)
+    if info is None:
+        raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    values = info.config.to_topic_configs()
+    out = []
+    for key in sorted(values) if keys is None else keys:
+        if key not in values:
+            continue  # Kafka leaves unknown names out of the answer
+        broker_key = _BROKER_SYNONYM.get(key)
+        static = broker_key is not None and broker.config.sources.get(broker_key, "default") != "default"
+        chain = []
+        if key in info.configs:
+            chain.append({"name": key, "value": info.configs[key], "source": SOURCE_DYNAMIC_TOPIC})
+        if static:
+            chain.append(
+                {"name": broker_key, "value": str(broker.config[broker_key]), "source": SOURCE_STATIC_BROKER}
+            )
+        source = (
+            SOURCE_DYNAMIC_TOPIC
+            if key in info.configs
+            else SOURCE_STATIC_BROKER
+            if static
+            else SOURCE_DEFAULT
+        )
+        out.append(_entry(key, values[key], False, source, chain if synonyms else []))
+    return out
+
+
+def describe_broker(
+    broker: Broker, name: str, keys: list[str] | None, synonyms: bool
+) -> list[dict[str, Any]]:
+    if name not in ("", str(broker.node_id)):
+        raise KafkaError(f"unknown broker {name!r}", ErrorCode.INVALID_REQUEST)
+    config = broker.config
+    out = []
+    for key in sorted(config.values) if keys is None else keys:
+        if key not in config.values:
+            continue
+        source = SOURCE_DEFAULT if config.sources[key] == "default" else SOURCE_STATIC_BROKER
+        value = str(config[key])
+        chain = [{"name": key, "value": value, "source": source}] if synonyms else []
+        out.append(_entry(key, value, True, source, chain))
+    return out
+
+
+def alter_topic(broker: Broker, name: str, overrides: dict[str, str], validate_only: bool) -> None:
+    broker.logs.alter_topic_configs(name, overrides, validate_only=validate_only)
+
+
+def incremental_overrides(broker: Broker, name: str, ops: list[Any]) -> dict[str, str]:
+    """The topic's overrides after applying IncrementalAlterConfigs operations."""
+    info = broker.logs.topics().get(name)
+    if info is None:
+        raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    overrides = dict(info.configs)
+    current = info.config.to_topic_configs()
+    for op in ops:
+        if op.config_operation == SET:
+            if op.value is None:
+                raise KafkaError(f"SET of {op.name} needs a value", ErrorCode.INVALID_CONFIG)
+            overrides[op.name] = op.value
+        elif op.config_operation == DELETE:
+            overrides.pop(op.name, None)
+        elif op.config_operation in (APPEND, SUBTRACT):
+            if op.name not in LIST_CONFIGS:
+                raise KafkaError(f"{op.name} is not a list config", ErrorCode.INVALID_CONFIG)
+            items = [v for v in overrides.get(op.name, current.get(op.name, "")).split(",") if v]
+            given = [v.strip() for v in (op.value or "").split(",") if v.strip()]
+            if op.config_operation == APPEND:
+                items += [v for v in given if v not in items]
+            else:
+                items = [v for v in items if v not in given]
+            overrides[op.name] = ",".join(items)
+        else:
+            raise KafkaError(f"unknown config operation {op.config_operation}", ErrorCode.INVALID_REQUEST)
+    return overrides
