@@ -31,7 +31,7 @@ from broker import registry
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.headers import API_VERSIONS_KEY, RequestHeader, frame_response, parse_request_header
-from protocol.messages import decode_request, encode_response
+from protocol.messages import decode_request, encode_response, encode_response_parts
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -39,16 +39,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("minikafka.connection")
 
 _I32 = struct.Struct(">i")
+_I32_PAIR = struct.Struct(">ii")
 _API_VERSIONS_FALLBACK_VERSION = 0
 
 
 class _Slot:
-    """A response position in the ordered output queue."""
+    """A response position in the ordered output queue: chunks to write once done."""
 
     __slots__ = ("data", "done")
 
     def __init__(self) -> None:
-        self.data: bytes | None = None
+        self.data: list[bytes] | None = None
         self.done = False
 
 
@@ -159,9 +160,11 @@ class KafkaConnection(asyncio.Protocol):
         slot.done = True
         self._flush_slots()
 
-    def _encode(self, header: RequestHeader, response: dict[str, Any]) -> bytes:
-        body = encode_response(header.api_key, header.api_version, response)
-        return frame_response(header.correlation_id, body)
+    def _encode(self, header: RequestHeader, response: dict[str, Any]) -> list[bytes]:
+        """Size prefix + response header v0 + body, as chunks (record sets are not copied)."""
+        parts = encode_response_parts(header.api_key, header.api_version, response)
+        size = sum(len(p) for p in parts) + 4
+        return [_I32_PAIR.pack(size, header.correlation_id), *parts]
 
     def _answer_unsupported_api_versions(self, header: RequestHeader) -> None:
         body = encode_response(
@@ -175,10 +178,10 @@ class KafkaConnection(asyncio.Protocol):
                 ],
             },
         )
-        self._emit(frame_response(header.correlation_id, body))
+        self._emit([frame_response(header.correlation_id, body)])
 
     # -- output -----------------------------------------------------------
-    def _emit(self, data: bytes) -> None:
+    def _emit(self, data: list[bytes]) -> None:
         if self._slots:
             slot = _Slot()
             slot.data = data
@@ -186,14 +189,14 @@ class KafkaConnection(asyncio.Protocol):
             self._slots.append(slot)
             self._flush_slots()
         elif self.transport is not None and not self._closing:
-            self.transport.write(data)
+            self.transport.writelines(data)
 
     def _flush_slots(self) -> None:
         slots = self._slots
         while slots and slots[0].done:
             data = slots.popleft().data
             if data is not None and self.transport is not None and not self._closing:
-                self.transport.write(data)
+                self.transport.writelines(data)
         self._update_reading()
 
     def _update_reading(self) -> None:

@@ -9,6 +9,7 @@ every log (checkpoints and the clean-shutdown marker are written by storage).
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import signal
 import time
@@ -81,7 +82,25 @@ class BrokerServer:
         await self._stopped.wait()
 
 
+def tune_allocator() -> None:
+    """Keep glibc from hoarding freed request/response buffers.
+
+    glibc raises its mmap threshold each time a large mmapped block is freed,
+    after which megabyte-sized produce and fetch buffers come from the heap and
+    fragment it: RSS then grows with traffic instead of staying flat. A fixed
+    threshold keeps every buffer over 128 KiB in its own mapping, returned to
+    the OS when freed. No effect (and no error) on other C libraries.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_mmap_threshold = -3
+    libc.mallopt(m_mmap_threshold, 128 * 1024)
+
+
 async def run(config: BrokerConfig) -> None:
+    tune_allocator()
     server = BrokerServer(config)
     await server.start()
     await server.serve_forever()

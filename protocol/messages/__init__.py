@@ -10,6 +10,7 @@ Record sets stay opaque `bytes`.
 from __future__ import annotations
 
 import io
+import struct
 from types import ModuleType
 from typing import Any
 
@@ -142,3 +143,20 @@ def encode_request(api_key: int, version: int, obj: dict[str, Any]) -> bytes:
 
 def encode_response(api_key: int, version: int, obj: dict[str, Any]) -> bytes:
     return _encode("RESPONSE", api_key, version, obj)
+
+
+def encode_response_parts(api_key: int, version: int, obj: dict[str, Any]) -> list[bytes]:
+    """The response body as chunks to write in order (same bytes as `encode_response`).
+
+    APIs whose responses carry large record sets (Fetch) define
+    `encode_response_parts` in their module to avoid copying them; the rest
+    are built by their construct schema as one chunk.
+    """
+    module = MODULES.get(api_key)
+    fast = getattr(module, "encode_response_parts", None)
+    if fast is None:
+        return [encode_response(api_key, version, obj)]
+    try:
+        return fast(version, obj)
+    except (KeyError, TypeError, AttributeError, struct.error, UnicodeEncodeError) as exc:
+        raise ProtocolError(f"cannot encode response api {api_key} v{version}: {exc}") from None
