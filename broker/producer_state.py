@@ -10,8 +10,33 @@ Rules (Kafka's, for non-transactional idempotent producers):
   answered with success and the original base offset, not appended again.
 - Otherwise its first sequence must follow the last one (int32 wrap to 0),
   else OUT_OF_ORDER_SEQUENCE_NUMBER.
+- A producer not heard from for ``producer.id.expiration.ms`` is forgotten (`expire`).
 
-State is rebuilt at start-up by replaying the batch headers of each log.
+Persistence: the state of a partition is written to ``<offset>.snapshot`` in its
+directory when a segment rolls (offset = the new segment's base offset) and at
+shutdown (offset = log end offset); a snapshot at offset S describes the batches
+below S. At start-up the newest readable snapshot at or below the log end offset
+is loaded and the batch headers from S to the log end are replayed, so recovery
+reads only the tail of the log (with no snapshot: the whole log). Snapshots above
+the log end (a crash lost their records) are deleted; the two newest are kept.
+
+Snapshot file format: Kafka's producer snapshot version 1, big-endian::
+
+    0   INT16   version = 1
+    2   UINT32  CRC-32C of bytes [6, end)
+    6   INT32   entry count
+    10  entries, 46 bytes each:
+        INT64 producer id, INT16 epoch, INT32 last sequence, INT64 last offset,
+        INT32 offset delta (last - first offset of the batch = last - first sequence),
+        INT64 timestamp (ms; last activity of the producer),
+        INT32 coordinator epoch (-1), INT64 current transaction first offset (-1)
+
+Kafka writes one entry per producer (its last batch). minikafka writes one entry
+per remembered batch, oldest first, so it can restore the five-batch duplicate
+window; Kafka's reader keeps the last entry per producer id, i.e. exactly what
+Kafka would have written. A file that is short, has another version or a bad
+CRC is corrupt: it is deleted and the next older snapshot (or the log) is used.
+
 Producer ids are unique across restarts: they are handed out in blocks whose
 upper bound is written (atomically) to `producer-id-block` in the data dir
 before any id of the block is used.
@@ -19,18 +44,40 @@ before any id of the block is used.
 
 from __future__ import annotations
 
+import logging
 import os
+import struct
+import time
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import BatchHeader
+from protocol.records import BatchHeader, crc32c
+from storage import naming
+from storage.fs import FileSystem
+from storage.partition_log import PartitionLog
+
+log = logging.getLogger("minikafka.producer_state")
 
 MAX_CACHED_BATCHES = 5
 INT32_MAX = 0x7FFFFFFF
 ID_BLOCK = 1000
+SNAPSHOT_VERSION = 1
+SNAPSHOTS_KEPT = 2
+
+_SNAPSHOT_HEADER = struct.Struct(">hIi")
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+assert _SNAPSHOT_ENTRY.size == 46
+
+
+class CorruptSnapshotError(ValueError):
+    """A producer snapshot file does not follow the format above."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 def _next_seq(seq: int) -> int:
@@ -54,6 +101,7 @@ class _Batch:
 class _Producer:
     epoch: int
     batches: deque[_Batch] = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
+    last_timestamp: int = -1  # wall-clock ms of the last append (for expiry)
 
 
 class PartitionProducers:
@@ -97,7 +145,7 @@ class PartitionProducers:
             )
         return None
 
-    def update(self, h: BatchHeader, base_offset: int) -> None:
+    def update(self, h: BatchHeader, base_offset: int, now_ms: int | None = None) -> None:
         """Record an appended batch (header fields as sent, offsets as assigned)."""
         state = self.producers.get(h.producer_id)
         if state is None or h.producer_epoch > state.epoch:
@@ -110,11 +158,120 @@ class PartitionProducers:
                 base_offset + h.last_offset_delta,
             )
         )
+        state.last_timestamp = _now_ms() if now_ms is None else now_ms
 
-    def rebuild(self, headers: Iterable[BatchHeader]) -> None:
+    def rebuild(self, headers: Iterable[BatchHeader], now_ms: int | None = None) -> None:
+        """Replay batch headers read from the log (an idle producer's expiry clock starts now)."""
+        now = _now_ms() if now_ms is None else now_ms
         for h in headers:
             if h.producer_id >= 0 and not h.is_control:
-                self.update(h, h.base_offset)
+                self.update(h, h.base_offset, now)
+
+    def last_offsets(self) -> dict[int, int]:
+        """Producer id -> last offset of its last batch (the cleaner keeps those batches)."""
+        return {pid: p.batches[-1].last_offset for pid, p in self.producers.items() if p.batches}
+
+    def expire(self, now_ms: int, expiration_ms: int) -> int:
+        """Forget producers idle for ``expiration_ms`` or more; returns how many."""
+        doomed = [pid for pid, p in self.producers.items() if now_ms - p.last_timestamp >= expiration_ms]
+        for pid in doomed:
+            del self.producers[pid]
+        return len(doomed)
+
+    # -- snapshots -----------------------------------------------------------------------------
+
+    def to_snapshot(self) -> bytes:
+        """The state in the snapshot file format (module docstring)."""
+        entries = bytearray()
+        count = 0
+        for pid, p in self.producers.items():
+            if not p.batches:
+                entries += _SNAPSHOT_ENTRY.pack(pid, p.epoch, -1, -1, 0, p.last_timestamp, -1, -1)
+                count += 1
+            for b in p.batches:
+                delta = b.last_offset - b.first_offset
+                entries += _SNAPSHOT_ENTRY.pack(
+                    pid, p.epoch, b.last_seq, b.last_offset, delta, p.last_timestamp, -1, -1
+                )
+                count += 1
+        body = struct.pack(">i", count) + entries
+        return struct.pack(">hI", SNAPSHOT_VERSION, crc32c(body)) + body
+
+    @classmethod
+    def from_snapshot(cls, data: bytes) -> PartitionProducers:
+        """Parse a snapshot; `CorruptSnapshotError` if it is not one."""
+        if len(data) < _SNAPSHOT_HEADER.size:
+            raise CorruptSnapshotError(f"snapshot of {len(data)} bytes is too short")
+        version, crc, count = _SNAPSHOT_HEADER.unpack_from(data)
+        if version != SNAPSHOT_VERSION:
+            raise CorruptSnapshotError(f"unknown snapshot version {version}")
+        if crc32c(memoryview(data)[6:]) != crc:
+            raise CorruptSnapshotError("snapshot CRC mismatch")
+        if count < 0 or len(data) != _SNAPSHOT_HEADER.size + count * _SNAPSHOT_ENTRY.size:
+            raise CorruptSnapshotError(f"snapshot says {count} entries but holds {len(data)} bytes")
+        state = cls()
+        for pid, epoch, last_seq, last_offset, delta, ts, _, _ in _SNAPSHOT_ENTRY.iter_unpack(
+            memoryview(data)[_SNAPSHOT_HEADER.size :]
+        ):
+            p = state.producers.get(pid)
+            if p is None or epoch > p.epoch:
+                p = state.producers[pid] = _Producer(epoch)
+            p.last_timestamp = max(p.last_timestamp, ts)
+            if last_offset >= 0:
+                first_seq = last_seq - delta
+                if first_seq < 0:
+                    first_seq += INT32_MAX + 1
+                p.batches.append(_Batch(first_seq, last_seq, last_offset - delta, last_offset))
+        return state
+
+
+def snapshot_offsets(fs: FileSystem, directory: str) -> list[int]:
+    """Offsets of the ``<offset>.snapshot`` files in a partition directory, ascending."""
+    out = []
+    for name in fs.listdir(directory):
+        parsed = naming.parse_segment_filename(name)
+        if parsed is not None and parsed[1] == naming.SNAPSHOT_SUFFIX:
+            out.append(parsed[0])
+    return sorted(out)
+
+
+def write_snapshot(fs: FileSystem, directory: str, offset: int, data: bytes) -> None:
+    """Atomically write ``<offset>.snapshot`` and delete all but the newest `SNAPSHOTS_KEPT` (any thread)."""
+    fs.atomic_write(naming.snapshot_file(directory, offset), data)
+    for old in snapshot_offsets(fs, directory)[:-SNAPSHOTS_KEPT]:
+        fs.remove_if_exists(naming.snapshot_file(directory, old))
+
+
+def load_producer_state(
+    plog: PartitionLog, now_ms: int | None = None, expiration_ms: int | None = None
+) -> tuple[PartitionProducers, int]:
+    """The producer state of ``plog`` from its newest usable snapshot plus the log after it.
+
+    Returns the state and the offset of the snapshot used (-1 if none). Expired
+    producers are dropped; bad and too-new snapshots are deleted.
+    """
+    fs, d = plog.fs, plog.directory
+    now = _now_ms() if now_ms is None else now_ms
+    leo = plog.log_end_offset
+    state, used = PartitionProducers(), -1
+    for offset in reversed(snapshot_offsets(fs, d)):
+        path = naming.snapshot_file(d, offset)
+        if offset > leo:
+            log.info("%s: deleting producer snapshot %d above the log end offset %d", d, offset, leo)
+            fs.remove_if_exists(path)
+            continue
+        try:
+            state, used = PartitionProducers.from_snapshot(fs.read_bytes(path)), offset
+            break
+        except (CorruptSnapshotError, OSError) as exc:
+            log.warning("%s: deleting unusable producer snapshot %d: %s", d, offset, exc)
+            fs.remove_if_exists(path)
+    start = max(used, plog.log_start_offset)
+    if start < leo:
+        state.rebuild(plog.iter_batch_headers(start_offset=start), now)
+    if expiration_ms is not None:
+        state.expire(now, expiration_ms)
+    return state, used
 
 
 class ProducerIdAllocator:

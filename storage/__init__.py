@@ -1,11 +1,13 @@
 """Storage engine: Kafka-format segment files, partition logs and the data directory.
 
 Layers, bottom up: `fs` (filesystem seam), `naming`, `index` (mmap'd numpy
-indexes), `segment` (`.log` + indexes), `partition_log` (segments + offsets),
-`log_manager` (data directory, topics, checkpoints). Only `protocol.records` is
+indexes), `segment` (`.log` + indexes), `partition_log` (segments + offsets,
+recovery, retention, the compaction swap), `cleaner` (compaction),
+`log_manager` (data directory, topics, checkpoints). Only `protocol` is
 imported from above.
 """
 
+from storage.cleaner import LogCleaner
 from storage.config import LogConfig
 from storage.errors import CorruptIndexError, KafkaStorageError, LogDirLockedError
 from storage.fs import FaultyFileSystem, FileSystem
@@ -18,6 +20,7 @@ __all__ = [
     "FaultyFileSystem",
     "FileSystem",
     "KafkaStorageError",
+    "LogCleaner",
     "LogConfig",
     "LogDirLockedError",
     "LogManager",

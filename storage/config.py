@@ -43,6 +43,10 @@ class LogConfig:
     cleanup_policy: str = CLEANUP_DELETE  # cleanup.policy: "delete", "compact" or "compact,delete"
     flush_interval_messages: int = INT64_MAX  # flush.messages
     flush_interval_ms: int = INT64_MAX  # flush.ms
+    delete_retention_ms: int = 24 * 3600 * 1000  # delete.retention.ms: how long tombstones survive cleaning
+    file_delete_delay_ms: int = 60_000  # file.delete.delay.ms: `.deleted` files are removed this much later
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms: younger segments are not cleaned
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -52,6 +56,11 @@ class LogConfig:
     @property
     def compact(self) -> bool:
         return CLEANUP_COMPACT in self.cleanup_policy.split(",")
+
+    @property
+    def delete(self) -> bool:
+        """Time/size retention applies (``cleanup.policy`` includes ``delete``)."""
+        return CLEANUP_DELETE in self.cleanup_policy.split(",")
 
     @classmethod
     def from_topic_configs(
@@ -118,6 +127,13 @@ def _double(key: str, value: str) -> float:
         raise ValueError(f"invalid value {value!r} for config {key!r}: not a number") from None
 
 
+def _ratio(key: str, value: str) -> float:
+    n = _double(key, value)
+    if not 0.0 <= n <= 1.0:
+        raise ValueError(f"invalid value {value!r} for config {key!r}: must be in [0, 1]")
+    return n
+
+
 def _boolean(key: str, value: str) -> str:
     if value.strip().lower() not in ("true", "false"):
         raise ValueError(f"invalid value {value!r} for config {key!r}: must be true or false")
@@ -160,10 +176,12 @@ TOPIC_CONFIGS: dict[str, _Spec] = {
     "cleanup.policy": _Spec("cleanup_policy", _cleanup_policy),
     "flush.messages": _Spec("flush_interval_messages", _int_at_least(1)),
     "flush.ms": _Spec("flush_interval_ms", _int_at_least(0)),
+    "delete.retention.ms": _Spec("delete_retention_ms", _int_at_least(0)),
+    "file.delete.delay.ms": _Spec("file_delete_delay_ms", _int_at_least(0)),
+    "min.cleanable.dirty.ratio": _Spec("min_cleanable_dirty_ratio", _ratio),
+    "min.compaction.lag.ms": _Spec("min_compaction_lag_ms", _int_at_least(0)),
     # Accepted (Kafka topic configs that clients and tools set) but not acted upon.
     "compression.type": _Spec(None, _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
-    "delete.retention.ms": _Spec(None, _int_at_least(0)),
-    "file.delete.delay.ms": _Spec(None, _int_at_least(0)),
     "follower.replication.throttled.replicas": _Spec(None, _any_string),
     "leader.replication.throttled.replicas": _Spec(None, _any_string),
     "local.retention.bytes": _Spec(None, _int_at_least(-2)),
@@ -174,8 +192,6 @@ TOPIC_CONFIGS: dict[str, _Spec] = {
     "message.timestamp.after.max.ms": _Spec(None, _int_at_least(0)),
     "message.timestamp.before.max.ms": _Spec(None, _int_at_least(0)),
     "message.timestamp.difference.max.ms": _Spec(None, _int_at_least(0)),
-    "min.cleanable.dirty.ratio": _Spec(None, _double),
-    "min.compaction.lag.ms": _Spec(None, _int_at_least(0)),
     "min.insync.replicas": _Spec(None, _int_at_least(1, INT32_MAX)),
     "preallocate": _Spec(None, _boolean),
     "remote.storage.enable": _Spec(None, _boolean),
@@ -199,6 +215,10 @@ BROKER_CONFIG_NAMES: dict[str, tuple[str, int]] = {
     "log.cleanup.policy": ("cleanup.policy", 1),
     "log.flush.interval.messages": ("flush.messages", 1),
     "log.flush.interval.ms": ("flush.ms", 1),
+    "log.cleaner.delete.retention.ms": ("delete.retention.ms", 1),
+    "log.segment.delete.delay.ms": ("file.delete.delay.ms", 1),
+    "log.cleaner.min.cleanable.ratio": ("min.cleanable.dirty.ratio", 1),
+    "log.cleaner.min.compaction.lag.ms": ("min.compaction.lag.ms", 1),
 }
 
 

@@ -89,6 +89,10 @@ class File:
     def fsync(self) -> None:
         self._fs._fsync(self)
 
+    def mtime_ms(self) -> int:
+        """Last modification time of the open file, in ms since the epoch."""
+        return os.fstat(self._fd).st_mtime_ns // 1_000_000
+
     def truncate(self, size: int) -> None:
         """Set the file's size (shrink, or grow with zeros)."""
         os.ftruncate(self._fd, size)
@@ -146,6 +150,14 @@ class FileSystem:
 
     def remove(self, path: str) -> None:
         os.remove(path)
+
+    def remove_if_exists(self, path: str) -> bool:
+        """Remove ``path``; False if it was already gone."""
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            return False
+        return True
 
     def rmtree(self, path: str) -> None:
         shutil.rmtree(path)

@@ -15,9 +15,11 @@ Files at the top of the data directory:
   ``configs`` holds the topic-level overrides as given (strings). If the file is
   missing but partition directories exist, the registry is rebuilt from the
   directory names (no overrides) rather than losing data.
-- ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``: Kafka's
-  text checkpoints (``0``, count, ``<topic> <partition> <offset>`` lines), written by
-  `checkpoint`, `flush_all` and `close`.
+- ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+  ``cleaner-offset-checkpoint``: Kafka's text checkpoints (``0``, count,
+  ``<topic> <partition> <offset>`` lines), written atomically by `checkpoint`,
+  `flush_all`, `close`, after a recovery, and (through `write_checkpoint`, from an
+  executor) by the broker's periodic tasks.
 - ``.kafka_cleanshutdown``: written last by `close` after everything is fsynced;
   removed right after opening. Its absence at open means the last run crashed:
   logs are opened with recovery from their checkpointed recovery point (0 if none).
@@ -25,9 +27,13 @@ Files at the top of the data directory:
 Partition directories not in the registry (a crash during `delete_topic`) and
 ``*-delete`` directories are removed at open.
 
-Threading: everything on the loop thread, except `flush_all`, which may run in
-an executor (it flushes logs via the thread-safe `PartitionLog.flush`); `close`
-must not overlap a running `flush_all`.
+Retention, compaction: `delete_old_segments` applies every log's retention,
+`take_expired_deletions` hands out `.deleted` files that are due for removal, and
+`cleaner` (a `storage.cleaner.LogCleaner`) compacts ``cleanup.policy=compact`` logs.
+
+Threading: everything on the loop thread, except `flush_all` and
+`write_checkpoint`, which may run in an executor (`flush_all` flushes logs via the
+thread-safe `PartitionLog.flush`); `close` must not overlap either.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from dataclasses import dataclass, field
 from protocol.errors import ErrorCode, KafkaError
 from storage import naming
 from storage.checkpoint import CorruptCheckpointError, read_offsets, write_offsets
+from storage.cleaner import DEFAULT_DEDUPE_BUFFER_BYTES, LogCleaner
 from storage.config import LogConfig
 from storage.errors import KafkaStorageError, LogDirLockedError
 from storage.fs import FileSystem
@@ -79,6 +86,7 @@ class LogManager:
         *,
         node_id: int = 0,
         cluster_id: str | None = None,
+        cleaner_dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES,
     ) -> None:
         """Lock and open ``data_dir`` (created if absent), recovering logs if the last shutdown was unclean.
 
@@ -97,10 +105,14 @@ class LogManager:
             self.clean_shutdown = self._fs.exists(marker)
             self._topics: dict[str, TopicInfo] = {}
             self._logs: dict[tuple[str, int], PartitionLog] = {}
+            self.cleaner = LogCleaner(self._fs, data_dir, cleaner_dedupe_buffer_bytes)
             self._open_logs()
             if self.clean_shutdown:
                 self._fs.remove(marker)
                 self._fs.fsync_dir(data_dir)
+            else:
+                # Recovered logs were fsynced: record that, so the next crash does not rescan them.
+                self.write_checkpoint(naming.RECOVERY_POINT_CHECKPOINT, self.recovery_points())
         except BaseException:
             self._unlock()
             raise
@@ -286,6 +298,7 @@ class LogManager:
         self._write_topics(remaining)
         self._topics = remaining
         for p in range(info.partitions):
+            self.cleaner.forget((name, p))
             partition_log = self._logs.pop((name, p), None)
             if partition_log is not None:
                 partition_log.delete()
@@ -317,6 +330,14 @@ class LogManager:
                 partition_log.config = config
         return config
 
+    @property
+    def fs(self) -> FileSystem:
+        return self._fs
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
 
@@ -328,17 +349,46 @@ class LogManager:
         """Every ``((topic, partition), log)`` (a snapshot)."""
         return iter(list(self._logs.items()))
 
+    def recovery_points(self) -> dict[tuple[str, int], int]:
+        """Every log's recovery point (loop thread), for ``recovery-point-offset-checkpoint``."""
+        return {tp: lg.recovery_point for tp, lg in self._logs.items()}
+
+    def log_start_offsets(self) -> dict[tuple[str, int], int]:
+        """Every log's start offset (loop thread), for ``log-start-offset-checkpoint``."""
+        return {tp: lg.log_start_offset for tp, lg in self._logs.items()}
+
+    def cleaner_offsets(self) -> dict[tuple[str, int], int]:
+        """Cleaner offsets of existing logs (loop thread), for ``cleaner-offset-checkpoint``."""
+        return self.cleaner.checkpoint_data(self._logs)
+
+    def write_checkpoint(self, name: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Atomically write the offset checkpoint ``name`` (any thread; callers serialise writes of one file)."""
+        write_offsets(self._fs, self._path(name), offsets)
+
     def checkpoint(self) -> None:
-        """Write the recovery-point and log-start-offset checkpoints (loop thread)."""
-        logs = list(self._logs.items())
-        write_offsets(
-            self._fs, self._path(naming.RECOVERY_POINT_CHECKPOINT), {tp: lg.recovery_point for tp, lg in logs}
-        )
-        write_offsets(
-            self._fs,
-            self._path(naming.LOG_START_OFFSET_CHECKPOINT),
-            {tp: lg.log_start_offset for tp, lg in logs},
-        )
+        """Write the recovery-point, log-start-offset and cleaner-offset checkpoints (loop thread)."""
+        self.write_checkpoint(naming.RECOVERY_POINT_CHECKPOINT, self.recovery_points())
+        self.write_checkpoint(naming.LOG_START_OFFSET_CHECKPOINT, self.log_start_offsets())
+        self.write_checkpoint(naming.CLEANER_OFFSET_CHECKPOINT, self.cleaner_offsets())
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Apply every online log's retention (loop thread); returns the number of segments deleted.
+
+        A log whose deletion fails goes offline (logged); the others carry on.
+        """
+        deleted = 0
+        for tp, partition_log in list(self._logs.items()):
+            if partition_log.offline:
+                continue
+            try:
+                deleted += partition_log.delete_old_segments(now_ms)
+            except KafkaStorageError as exc:
+                log.error("retention of %s-%d failed: %s", tp[0], tp[1], exc)
+        return deleted
+
+    def take_expired_deletions(self, now_ms: int | None = None) -> list[str]:
+        """`.deleted` files whose ``file.delete.delay.ms`` has passed, from every log (loop thread)."""
+        return [p for _, lg in self._logs.items() for p in lg.take_expired_deletions(now_ms)]
 
     def flush_all(self) -> None:
         """Flush every online log, then checkpoint recovery points. Raises the first `KafkaStorageError`."""

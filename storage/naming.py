@@ -4,13 +4,17 @@ Kafka-compatible layout::
 
     <data-dir>/
       meta.properties  .lock  .kafka_cleanshutdown  __minikafka_topics.json
-      recovery-point-offset-checkpoint  log-start-offset-checkpoint
+      recovery-point-offset-checkpoint  log-start-offset-checkpoint  cleaner-offset-checkpoint
       <topic>-<partition>/
-        00000000000000000000.log  .index  .timeindex  (.snapshot)
+        00000000000000000000.log  .index  .timeindex
+        00000000000000000000.snapshot   (producer state at that offset; not part of a segment)
         leader-epoch-checkpoint
 
 - Segment files: the segment's base offset as 20 zero-padded decimal digits plus
   a suffix. A segment pending deletion has `.deleted` appended to each file name.
+- The log cleaner writes a segment's replacement as ``<base>.log.cleaned`` (and
+  ``.index.cleaned``, ``.timeindex.cleaned``), renames those to ``.swap`` once they are
+  complete, and finally to the plain names (see `storage.partition_log` for the protocol).
 - Partition directory: ``<topic>-<partition>``; topic names may contain '-', so
   parsing splits on the *last* '-'.
 - A partition directory being deleted is renamed ``<topic>-<partition>.<hex id>-delete``
@@ -27,16 +31,21 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
 TMP_SUFFIX = ".tmp"
 DELETE_DIR_SUFFIX = "-delete"
 
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, SNAPSHOT_SUFFIX)
+# The files that make up one segment (a producer snapshot shares the naming but has its own lifecycle).
+SEGMENT_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
 
 META_PROPERTIES = "meta.properties"
 LOCK_FILE = ".lock"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 TOPICS_FILE = "__minikafka_topics.json"
 
@@ -71,6 +80,19 @@ def time_index_file(directory: str, base_offset: int) -> str:
 
 def snapshot_file(directory: str, base_offset: int) -> str:
     return segment_file(directory, base_offset, SNAPSHOT_SUFFIX)
+
+
+def parse_stage_filename(name: str, stage: str) -> tuple[int, str] | None:
+    """``"00000000000000000042.log.swap"`` with stage ``.swap`` -> ``(42, ".log")``; None otherwise.
+
+    For the cleaner's intermediate files (`CLEANED_SUFFIX`, `SWAP_SUFFIX`) and `DELETED_SUFFIX`.
+    """
+    if not name.endswith(stage):
+        return None
+    parsed = parse_segment_filename(name[: -len(stage)])
+    if parsed is None or parsed[1] not in SEGMENT_FILE_SUFFIXES:
+        return None
+    return parsed
 
 
 def parse_segment_filename(name: str) -> tuple[int, str] | None:

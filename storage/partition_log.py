@@ -37,16 +37,58 @@ problem (including a missing index file) rebuilds that segment's indexes from
 its batches. With ``recover`` the segments from the one holding
 ``recovery_point`` (default: the last segment) to the end are CRC-scanned; the
 first invalid batch truncates its segment and drops every later segment.
+Before that, an interrupted cleaner swap is finished or undone (below).
+
+Retention (`delete_old_segments`, Kafka's rules): a prefix of segments is deleted
+when the log start offset has passed the next segment's base offset, and, with
+``cleanup.policy`` including ``delete``, while the log is larger than
+``retention.bytes`` by at least the segment's size, or while the segment's
+largest timestamp (time index; file mtime if it has none) is more than
+``retention.ms`` old. A segment is never deleted unless the high watermark has
+passed it, and the empty active segment never is; when every segment goes, a
+new active segment is rolled first. `delete_records` moves the log start offset
+(DeleteRecords). Deleted segments leave the list at once (reads below the new
+log start offset answer OFFSET_OUT_OF_RANGE), their files are renamed
+``*.deleted`` and handed out by `take_expired_deletions` ``file.delete.delay.ms``
+later; ``*.deleted`` files found at open are removed.
+
+Compaction swap (the cleaner in `storage.cleaner` writes ``<base>.log.cleaned`` plus
+indexes for each replacement segment, fsynced, off the loop). Then, each step
+on the loop thread unless noted:
+
+1. `swap_prepare`: check the replaced segments are still in the log unchanged,
+   rename every ``.cleaned`` file to ``.swap`` in descending base-offset order;
+2. (executor) fsync the directory: the new content is now committed;
+3. `swap_retire_old`: rename the replaced segments' files to ``.deleted``;
+4. (executor) fsync the directory;
+5. `swap_install`: rename ``.swap`` files to their final names, open the new
+   segments and put them in the list in place of the old ones.
+
+Crash recovery at open: ``.cleaned`` files are deleted; if any existed next to
+``.swap`` files, step 1 was interrupted and the ``.swap`` files are deleted too
+(the old segments are intact). Otherwise every ``.swap`` segment is complete:
+segment files (not ``.swap``) with a base offset in [lowest swap base, highest
+swap next offset) are deleted and the swaps renamed into place. An old segment
+whose records were all cleaned away can survive that rule; it holds only
+superseded records and its offsets overlap nothing, so nothing is lost either
+way. Retention skips a log while a cleaning is in flight, and `truncate_to`
+aborts it (and is refused between steps 1 and 5).
+
+Flush policy (Kafka's): `unflushed_messages` is LEO minus recovery point;
+`flush_due` says when a background flush should run (``flush.messages`` reached,
+``flush.ms`` elapsed, or segments rolled since the last flush, so that the
+recovery point follows the rolls).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
 import time
 import uuid
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -132,7 +174,16 @@ class PartitionLog:
         self._closed = False
         self._dir_gen = 0
         self._dir_flushed_gen = 0
+        self._pending_deletes: list[tuple[int, list[str]]] = []  # (due ms, paths of `.deleted` files)
+        self.cleaning: object | None = None  # the cleaner's job while one is in flight (see storage.cleaner)
+        self._swapping = False
+        self._ts_prefix: list[int] = []
+        self._ts_prefix_key: tuple[int, int] | None = None
+        self.latest_delete_horizon = -1  # largest tombstone delete horizon the cleaner wrote, -1 if none
+        self.uncleanable: str | None = None  # why the cleaner gave up on this log (corrupt data), if it did
         now = _now_ms() if now_ms is None else now_ms
+        self._last_flush_ms = now
+        self._last_roll_offset = 0
         self._fs.makedirs(directory)
         self._epochs = LeaderEpochCache(self._fs, os.path.join(directory, naming.LEADER_EPOCH_CHECKPOINT))
         self._segments: list[LogSegment] = []
@@ -152,6 +203,7 @@ class PartitionLog:
         self, recover: bool, recovery_point: int | None, log_start_offset: int | None, now: int
     ) -> None:
         fs, d = self._fs, self.directory
+        self._finish_interrupted_swap(now)
         bases: set[int] = set()
         others: list[tuple[int, str]] = []
         for name in fs.listdir(d):
@@ -217,6 +269,61 @@ class PartitionLog:
             seg.flush()
         if recovered:
             fs.fsync_dir(d)
+
+    def _finish_interrupted_swap(self, now: int) -> None:
+        """Complete or undo a cleaner swap that a crash interrupted (module docstring)."""
+        fs, d = self._fs, self.directory
+        names = fs.listdir(d)
+        cleaned = [n for n in names if naming.parse_stage_filename(n, naming.CLEANED_SUFFIX)]
+        swaps: dict[int, set[str]] = {}
+        for n in names:
+            parsed = naming.parse_stage_filename(n, naming.SWAP_SUFFIX)
+            if parsed is not None:
+                swaps.setdefault(parsed[0], set()).add(parsed[1])
+        for n in cleaned:
+            fs.remove_if_exists(os.path.join(d, n))
+        if not swaps:
+            return
+        if cleaned:
+            log.warning("%s: discarding an interrupted compaction swap (old segments are intact)", d)
+            for base, suffixes in swaps.items():
+                for suffix in suffixes:
+                    fs.remove_if_exists(naming.segment_file(d, base, suffix) + naming.SWAP_SUFFIX)
+            fs.fsync_dir(d)
+            return
+        lo, hi = None, None
+        for base, suffixes in sorted(swaps.items()):
+            if naming.LOG_SUFFIX not in suffixes:
+                for suffix in suffixes:
+                    fs.remove_if_exists(naming.segment_file(d, base, suffix) + naming.SWAP_SUFFIX)
+                continue
+            seg = LogSegment.open(fs, d, base, self.config, now, naming.SWAP_SUFFIX)
+            try:
+                try:
+                    seg.load()
+                except CorruptIndexError:
+                    seg.recover()
+                seg.seal()
+                seg.flush()
+                end = max(seg.next_offset, base + 1)
+            finally:
+                seg.close_without_seal()
+            lo = base if lo is None else min(lo, base)
+            hi = end if hi is None else max(hi, end)
+        if lo is None or hi is None:
+            return
+        log.warning("%s: completing an interrupted compaction swap of offsets [%d, %d)", d, lo, hi)
+        for n in fs.listdir(d):
+            parsed = naming.parse_segment_filename(n)
+            if parsed is not None and parsed[1] in naming.SEGMENT_FILE_SUFFIXES and lo <= parsed[0] < hi:
+                fs.remove(os.path.join(d, n))
+        for base, suffixes in sorted(swaps.items()):
+            if naming.LOG_SUFFIX in suffixes:
+                for suffix in (naming.INDEX_SUFFIX, naming.TIME_INDEX_SUFFIX, naming.LOG_SUFFIX):
+                    path = naming.segment_file(d, base, suffix)
+                    if fs.exists(path + naming.SWAP_SUFFIX):
+                        fs.rename(path + naming.SWAP_SUFFIX, path)
+        fs.fsync_dir(d)
 
     def _load_segments(
         self,
@@ -291,6 +398,35 @@ class PartitionLog:
     @property
     def offline(self) -> bool:
         return self._offline is not None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def fs(self) -> FileSystem:
+        return self._fs
+
+    @property
+    def swapping(self) -> bool:
+        """A cleaner swap is between `swap_prepare` and `swap_install`."""
+        return self._swapping
+
+    @property
+    def unflushed_messages(self) -> int:
+        """Offsets appended since the last flush (Kafka's ``logEndOffset - recoveryPoint``)."""
+        return self._leo - self.recovery_point
+
+    def flush_due(self, now_ms: int | None = None) -> bool:
+        """Whether the flush policy wants a flush now: ``flush.messages`` reached, ``flush.ms``
+        elapsed since the last flush with data pending, or a segment rolled since the last flush."""
+        unflushed = self.unflushed_messages
+        if unflushed <= 0 or self._offline is not None or self._closed:
+            return False
+        if unflushed >= self.config.flush_interval_messages or self.recovery_point < self._last_roll_offset:
+            return True
+        now = _now_ms() if now_ms is None else now_ms
+        return now - self._last_flush_ms >= self.config.flush_interval_ms
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Move the HW up to ``offset`` (<= LEO); returns whether it moved. Never moves it backwards."""
@@ -431,6 +567,7 @@ class PartitionLog:
         self._segments.append(new)
         self._bases.append(new.base_offset)
         self._dir_gen += 1
+        self._last_roll_offset = new.base_offset
         return True
 
     # -- read --------------------------------------------------------------------------------
@@ -469,7 +606,10 @@ class PartitionLog:
         """
         self._check_usable()
         hw_segment, hw_position = self._hw_segment, self._hw_position
-        for seg in self._segments:
+        # Segments before the first whose running max timestamp reaches ``timestamp`` cannot match:
+        # a binary search skips them, so the cost does not grow with the number of segments.
+        first = bisect_left(self._sealed_timestamp_prefix(), timestamp)
+        for seg in self._segments[first:]:
             if seg.largest_timestamp >= timestamp:
                 limit = hw_position if seg is hw_segment else None
                 found = seg.find_offset_for_timestamp(timestamp, self._log_start, limit)
@@ -478,6 +618,17 @@ class PartitionLog:
             if seg is hw_segment:
                 break
         return None
+
+    def _sealed_timestamp_prefix(self) -> list[int]:
+        """Running maximum of the sealed segments' largest timestamps (cached until the list changes)."""
+        key = (self._dir_gen, len(self._segments))
+        if self._ts_prefix_key != key:
+            prefix, running = [], -1
+            for seg in self._segments[:-1]:
+                running = max(running, seg.largest_timestamp)
+                prefix.append(running)
+            self._ts_prefix, self._ts_prefix_key = prefix, key
+        return self._ts_prefix
 
     def iter_batch_headers(
         self, start_offset: int | None = None, end_offset: int | None = None
@@ -514,6 +665,11 @@ class PartitionLog:
             return self._leo
         if offset < self._log_start:
             raise ValueError(f"cannot truncate to {offset}, below the log start offset {self._log_start}")
+        if self._swapping:
+            raise ValueError(f"cannot truncate {self.directory} while a compaction swap is in progress")
+        abort = getattr(self.cleaning, "abort", None)
+        if abort is not None:
+            abort()
         i = self._segment_index(offset)
         removed = self._segments[i + 1 :]
         try:
@@ -530,12 +686,23 @@ class PartitionLog:
             self._offline = exc
             raise KafkaStorageError(f"truncation of {self.directory} failed: {exc}") from exc
         self._leo = seg.next_offset
+        # Truncation is by whole batches: a batch holding the log start offset can go, and the log
+        # start offset never passes the log end offset (Kafka: min(target, log start offset)).
+        self._log_start = min(self._log_start, self._leo)
         if self._hw > self._leo:
             self._hw = self._leo
         self._hw_segment, self._hw_position = self._position_of(self._hw)
         self._recovery_point = min(self._recovery_point, self._leo)
         self._epochs.truncate_from_end(self._leo)
+        self._remove_snapshots_after(self._leo)
         return self._leo
+
+    def _remove_snapshots_after(self, offset: int) -> None:
+        """Producer-state snapshots above ``offset`` describe records that no longer exist."""
+        for name in self._fs.listdir(self.directory):
+            parsed = naming.parse_segment_filename(name)
+            if parsed is not None and parsed[1] == naming.SNAPSHOT_SUFFIX and parsed[0] > offset:
+                self._fs.remove_if_exists(os.path.join(self.directory, name))
 
     def _retire(self, segments: list[LogSegment]) -> None:
         """Close removed segments now if no flush is running, else leave them to the flush thread."""
@@ -549,6 +716,225 @@ class PartitionLog:
                 self._flush_lock.release()
         else:
             self._graveyard.extend(segments)
+
+    # -- retention -----------------------------------------------------------------------------
+
+    def delete_records(self, offset: int, now_ms: int | None = None) -> int:
+        """DeleteRecords: move the log start offset up to ``offset`` and delete the segments below it.
+
+        ``offset`` must be in [0, HW] (else OFFSET_OUT_OF_RANGE); an offset below the
+        current log start offset changes nothing. Returns the new log start offset
+        (the partition's low watermark). While the cleaner works on this log the
+        segments are deleted at a later retention check, the offset moves at once.
+        """
+        self._check_usable()
+        if offset < 0 or offset > self._hw:
+            raise KafkaError(
+                f"offset {offset} outside [0, {self._hw}] of {self.directory}",
+                code=ErrorCode.OFFSET_OUT_OF_RANGE,
+            )
+        if offset > self._log_start:
+            self._log_start = offset
+            log.info("%s: log start offset moved to %d by DeleteRecords", self.directory, offset)
+        if self.cleaning is None:
+            self._delete_prefix(self._start_breached, "the log start offset", now_ms)
+        return self._log_start
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Apply retention (module docstring); return the number of segments deleted.
+
+        Does nothing while the cleaner works on this log (the next check catches up).
+        """
+        self._check_usable()
+        if self.cleaning is not None or self._swapping:
+            return 0
+        now = _now_ms() if now_ms is None else now_ms
+        deleted = self._delete_prefix(self._start_breached, "the log start offset", now)
+        if not self.config.delete:
+            return deleted
+        retention_bytes = self.config.retention_bytes
+        if retention_bytes >= 0:
+            excess = self.size - retention_bytes
+
+            def over_size(seg: LogSegment, _: LogSegment | None) -> bool:
+                nonlocal excess
+                if excess - seg.size < 0:
+                    return False
+                excess -= seg.size
+                return True
+
+            deleted += self._delete_prefix(over_size, f"retention.bytes {retention_bytes}", now)
+        retention_ms = self.config.retention_ms
+        if retention_ms >= 0:
+            deleted += self._delete_prefix(
+                lambda seg, _: now - seg.retention_timestamp() > retention_ms,
+                f"retention.ms {retention_ms}",
+                now,
+            )
+        return deleted
+
+    def _start_breached(self, _: LogSegment, nxt: LogSegment | None) -> bool:
+        return nxt is not None and nxt.base_offset <= self._log_start
+
+    def _delete_prefix(
+        self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str, now_ms: int | None
+    ) -> int:
+        """Delete the leading segments for which ``predicate(segment, next segment)`` holds (Kafka's
+        ``deletableSegments``): never past the HW, never the empty active segment."""
+        segments = self._segments
+        count = 0
+        for i, seg in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            upper = nxt.base_offset if nxt is not None else self._leo
+            if self._hw < upper or (nxt is None and seg.size == 0) or not predicate(seg, nxt):
+                break
+            count += 1
+        if not count:
+            return 0
+        now = _now_ms() if now_ms is None else now_ms
+        try:
+            if count == len(segments):
+                self._roll(now)  # a log always has an active segment
+            self._remove_leading_segments(count, reason, now)
+        except OSError as exc:
+            self._offline = exc
+            raise KafkaStorageError(f"deleting segments of {self.directory} failed: {exc}") from exc
+        return count
+
+    def _remove_leading_segments(self, count: int, reason: str, now_ms: int) -> None:
+        removed = self._segments[:count]
+        del self._segments[:count]
+        del self._bases[:count]
+        self._log_start = max(self._log_start, self._segments[0].base_offset)
+        paths: list[str] = []
+        for seg in removed:
+            paths.extend(seg.rename_files(naming.DELETED_SUFFIX))
+        self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, paths))
+        self._retire(removed)
+        self._dir_gen += 1
+        self._hw_segment, self._hw_position = self._position_of(self._hw)
+        log.info(
+            "%s: deleted %d segment(s) [%d, %d) due to %s; log start offset %d",
+            self.directory,
+            count,
+            removed[0].base_offset,
+            self._segments[0].base_offset,
+            reason,
+            self._log_start,
+        )
+
+    def take_expired_deletions(self, now_ms: int | None = None) -> list[str]:
+        """Paths of `.deleted` files whose ``file.delete.delay.ms`` has passed (the caller removes them,
+        e.g. in an executor); they are forgotten here."""
+        now = _now_ms() if now_ms is None else now_ms
+        due = [p for t, paths in self._pending_deletes if t <= now for p in paths]
+        if due:
+            self._pending_deletes = [(t, paths) for t, paths in self._pending_deletes if t > now]
+        return due
+
+    # -- compaction swap (see the module docstring; the cleaner drives these) -------------------
+
+    def _contiguous_run(self, sources: Sequence[LogSegment], generations: Sequence[int]) -> int:
+        """Index of ``sources`` in the segment list if they are still there, in order, unchanged and
+        sealed; -1 otherwise."""
+        if not sources or self._closed or self._offline is not None:
+            return -1
+        try:
+            i = next(k for k, seg in enumerate(self._segments) if seg is sources[0])
+        except StopIteration:
+            return -1
+        run = self._segments[i : i + len(sources)]
+        if i + len(sources) >= len(self._segments) or len(run) != len(sources):
+            return -1
+        for seg, src, gen in zip(run, sources, generations, strict=True):
+            if seg is not src or seg.generation != gen or seg.closed:
+                return -1
+        return i
+
+    def swap_prepare(
+        self, sources: Sequence[LogSegment], generations: Sequence[int], outputs: Sequence[int]
+    ) -> bool:
+        """Step 1: commit the cleaned segments (base offsets ``outputs``) by renaming them `.swap`.
+
+        False (and nothing renamed) if the source segments changed since the cleaning
+        started; the caller then deletes the `.cleaned` files.
+        """
+        if self._swapping or self._contiguous_run(sources, generations) < 0:
+            return False
+        fs, d = self._fs, self.directory
+        wanted = set(outputs)
+        for name in fs.listdir(d):
+            parsed = naming.parse_stage_filename(name, naming.CLEANED_SUFFIX)
+            if parsed is not None and parsed[0] not in wanted:
+                fs.remove_if_exists(os.path.join(d, name))  # a stale leftover must not outlive this swap
+        self._swapping = True
+        try:
+            for base in sorted(outputs, reverse=True):
+                for suffix in (naming.INDEX_SUFFIX, naming.TIME_INDEX_SUFFIX, naming.LOG_SUFFIX):
+                    path = naming.segment_file(d, base, suffix)
+                    fs.rename(path + naming.CLEANED_SUFFIX, path + naming.SWAP_SUFFIX)
+        except OSError:
+            self.swap_abort(outputs)
+            raise
+        return True
+
+    def swap_retire_old(self, sources: Sequence[LogSegment]) -> None:
+        """Step 3: rename the replaced segments' files `.deleted` (descriptors stay open)."""
+        try:
+            for seg in sources:
+                seg.rename_files(naming.DELETED_SUFFIX)
+        except OSError as exc:
+            self._offline = exc  # the next open finishes the swap from the `.swap` files
+            raise KafkaStorageError(f"compaction swap in {self.directory} failed: {exc}") from exc
+
+    def swap_install(
+        self, sources: Sequence[LogSegment], outputs: Sequence[int], delete_horizon: int, now_ms: int
+    ) -> list[LogSegment]:
+        """Step 5: rename the `.swap` files into place and replace ``sources`` by the new segments."""
+        fs, d = self._fs, self.directory
+        new: list[LogSegment] = []
+        try:
+            for base in sorted(outputs):
+                for suffix in (naming.INDEX_SUFFIX, naming.TIME_INDEX_SUFFIX, naming.LOG_SUFFIX):
+                    path = naming.segment_file(d, base, suffix)
+                    fs.rename(path + naming.SWAP_SUFFIX, path)
+            for base in sorted(outputs):
+                seg = LogSegment.open(fs, d, base, self.config, now_ms)
+                new.append(seg)
+                try:
+                    seg.load()
+                except CorruptIndexError as exc:
+                    log.warning("%s: rebuilding indexes of cleaned segment %d: %s", d, base, exc)
+                    seg.recover()
+                    seg.seal()
+        except OSError as exc:
+            for seg in new:
+                seg.close_without_seal()
+            self._offline = exc
+            self._swapping = False
+            raise KafkaStorageError(f"compaction swap in {self.directory} failed: {exc}") from exc
+        i = next(k for k, seg in enumerate(self._segments) if seg is sources[0])
+        self._segments[i : i + len(sources)] = new
+        self._bases = [seg.base_offset for seg in self._segments]
+        self._pending_deletes.append(
+            (now_ms + self.config.file_delete_delay_ms, [p for seg in sources for p in seg.file_paths()])
+        )
+        self._retire(list(sources))
+        self._dir_gen += 1
+        self._swapping = False
+        self._hw_segment, self._hw_position = self._position_of(self._hw)
+        self.latest_delete_horizon = delete_horizon  # the cleaning rewrote every segment that can hold one
+        return new
+
+    def swap_abort(self, outputs: Sequence[int]) -> None:
+        """Delete the `.cleaned`/`.swap` files of ``outputs`` (before step 3 only): the log stays as it was."""
+        fs, d = self._fs, self.directory
+        for base in outputs:
+            for suffix in naming.SEGMENT_FILE_SUFFIXES:
+                for stage in (naming.CLEANED_SUFFIX, naming.SWAP_SUFFIX):
+                    with contextlib.suppress(OSError):
+                        fs.remove_if_exists(naming.segment_file(d, base, suffix) + stage)
+        self._swapping = False
 
     # -- durability and lifecycle --------------------------------------------------------------
 
@@ -583,6 +969,7 @@ class PartitionLog:
                 while self._graveyard:
                     self._graveyard.pop().close_without_seal()
             self._recovery_point = max(self._recovery_point, leo)
+            self._last_flush_ms = _now_ms()
             return leo
 
     def close(self) -> None:
@@ -624,11 +1011,18 @@ class PartitionLog:
             for seg in self._segments + self._graveyard:
                 seg.close_without_seal()
             self._graveyard.clear()
+        abort = getattr(self.cleaning, "abort", None)
+        if abort is not None:
+            abort()
         parent, name = os.path.split(os.path.abspath(self.directory))
         doomed = os.path.join(parent, naming.delete_dir_name(name, uuid.uuid4().hex))
         self._fs.rename(self.directory, doomed)
         self._fs.fsync_dir(parent)
-        self._fs.rmtree(doomed)
+        self._pending_deletes.clear()
+        try:
+            self._fs.rmtree(doomed)
+        except OSError as exc:  # e.g. an aborting cleaner thread still writing there: removed at next open
+            log.warning("could not remove %s yet: %s", doomed, exc)
 
     def __repr__(self) -> str:
         return (

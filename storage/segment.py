@@ -36,12 +36,12 @@ from collections.abc import Callable, Iterator, Sequence
 
 from protocol.errors import ProtocolError
 from protocol.records import (
+    LOG_APPEND_TIME,
     LOG_OVERHEAD,
     MAGIC,
     MIN_BATCH_LENGTH,
     RECORD_BATCH_OVERHEAD,
     BatchHeader,
-    decode_batch,
     scan_valid_prefix,
 )
 from storage import naming
@@ -49,6 +49,7 @@ from storage.config import LogConfig
 from storage.errors import CorruptIndexError
 from storage.fs import BytesLike, File, FileSystem
 from storage.index import INT32_MAX, OffsetIndex, TimeIndex
+from storage.record_scan import batch_payload, scan_records
 
 log = logging.getLogger(__name__)
 
@@ -81,8 +82,10 @@ class LogSegment:
         offset_index: OffsetIndex,
         time_index: TimeIndex,
         created_ms: int,
+        stage: str = "",
     ) -> None:
         self._fs = fs
+        self.stage = stage  # "" for live segments; `.cleaned`/`.swap`/`.deleted` while the cleaner or retention owns it
         self.directory = directory
         self.base_offset = base_offset
         self._config = config
@@ -104,10 +107,13 @@ class LogSegment:
 
     @classmethod
     def create(
-        cls, fs: FileSystem, directory: str, base_offset: int, config: LogConfig, now_ms: int
+        cls, fs: FileSystem, directory: str, base_offset: int, config: LogConfig, now_ms: int, stage: str = ""
     ) -> LogSegment:
-        """A new empty active segment (any stale files with the same name are emptied)."""
-        seg = cls.open(fs, directory, base_offset, config, now_ms)
+        """A new empty active segment (any stale files with the same name are emptied).
+
+        ``stage`` is appended to every file name (the cleaner builds `.cleaned` segments).
+        """
+        seg = cls.open(fs, directory, base_offset, config, now_ms, stage)
         seg._log.truncate(0)
         seg.offset_index.reset()
         seg.time_index.reset()
@@ -117,16 +123,16 @@ class LogSegment:
 
     @classmethod
     def open(
-        cls, fs: FileSystem, directory: str, base_offset: int, config: LogConfig, now_ms: int
+        cls, fs: FileSystem, directory: str, base_offset: int, config: LogConfig, now_ms: int, stage: str = ""
     ) -> LogSegment:
         """Open existing files (indexes are created empty if absent, and flagged `indexes_missing`).
 
         Nothing is trusted yet: call `load` (clean shutdown) or `recover` next.
         """
-        index_path = naming.index_file(directory, base_offset)
-        time_index_path = naming.time_index_file(directory, base_offset)
+        index_path = naming.index_file(directory, base_offset) + stage
+        time_index_path = naming.time_index_file(directory, base_offset) + stage
         missing = not fs.exists(index_path) or not fs.exists(time_index_path)
-        log_file = fs.open(naming.log_file(directory, base_offset))
+        log_file = fs.open(naming.log_file(directory, base_offset) + stage)
         try:
             offset_index = OffsetIndex(fs, index_path, base_offset, config.segment_index_bytes)
             try:
@@ -137,7 +143,7 @@ class LogSegment:
         except BaseException:
             log_file.close()
             raise
-        seg = cls(fs, directory, base_offset, config, log_file, offset_index, time_index, now_ms)
+        seg = cls(fs, directory, base_offset, config, log_file, offset_index, time_index, now_ms, stage)
         seg.indexes_missing = missing
         return seg
 
@@ -162,6 +168,13 @@ class LogSegment:
         """Largest batch max timestamp in the segment, -1 if none."""
         return self._max_timestamp
 
+    def retention_timestamp(self) -> int:
+        """What time-based retention compares with ``retention.ms`` (as Kafka): the largest
+        timestamp in the segment (from its time index), or the `.log` file's mtime if it has none."""
+        if self._max_timestamp >= 0:
+            return self._max_timestamp
+        return self._log.mtime_ms()
+
     @property
     def active(self) -> bool:
         return self.offset_index.active
@@ -169,6 +182,15 @@ class LogSegment:
     @property
     def log_file(self) -> File:
         return self._log
+
+    @property
+    def generation(self) -> int:
+        """Changes whenever the segment's content or indexes change (append, truncate, recover, seal)."""
+        return self._gen
+
+    @property
+    def closed(self) -> bool:
+        return self._log.closed
 
     @property
     def dirty(self) -> bool:
@@ -332,12 +354,14 @@ class LogSegment:
                 continue
             data = self._log.pread(header.size, header.position)
             try:
-                decoded, records = decode_batch(data, check_crc=False)
+                records = scan_records(batch_payload(data, header), header.record_count)
             except ProtocolError:
                 return max(header.base_offset, min_offset), header.max_timestamp
-            for record in records:
-                offset = decoded.offset_of(record)
-                ts = decoded.timestamp_of(record)
+            log_append_time = header.timestamp_type == LOG_APPEND_TIME
+            for offset_delta, timestamp_delta, *_ in records:
+                offset = header.base_offset + offset_delta
+                # What a consumer sees: maxTimestamp for every record under LogAppendTime.
+                ts = header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
                 if offset >= min_offset and ts >= timestamp:
                     return offset, ts
         return None
@@ -533,12 +557,36 @@ class LogSegment:
         self.time_index.close()
         self._log.close()
 
+    def file_paths(self) -> list[str]:
+        """Current paths of the `.log`, `.index` and `.timeindex` files (with the stage suffix)."""
+        return [
+            naming.segment_file(self.directory, self.base_offset, suffix) + self.stage
+            for suffix in naming.SEGMENT_FILE_SUFFIXES
+        ]
+
     def remove_files(self) -> None:
         """Unlink the segment's files (open descriptors stay usable until closed)."""
-        for suffix in naming.SEGMENT_SUFFIXES:
-            path = naming.segment_file(self.directory, self.base_offset, suffix)
+        for path in self.file_paths():
             with contextlib.suppress(FileNotFoundError):
                 self._fs.remove(path)
+
+    def rename_files(self, stage: str) -> list[str]:
+        """Rename the segment's files to carry ``stage`` instead of the current one; return the new paths.
+
+        Open descriptors (and mappings) stay valid; only names change. The `.log`
+        is renamed last, so a crash part-way never shows a `.log` under the new
+        name without its indexes. Missing files are skipped.
+        """
+        old = self.file_paths()
+        self.stage = stage
+        new = self.file_paths()
+        for i in (1, 2, 0):
+            with contextlib.suppress(FileNotFoundError):
+                self._fs.rename(old[i], new[i])
+        self._log.path = new[0]
+        self.offset_index.path = new[1]
+        self.time_index.path = new[2]
+        return new
 
     def delete(self) -> None:
         """Close and remove the segment's files."""
