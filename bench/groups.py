@@ -1,0 +1,283 @@
+"""Consumer-group benchmarks: rebalance latency of a 10-member group, OffsetCommit throughput.
+
+Raw protocol clients (our own encoder over asyncio streams) against a broker
+subprocess, so the figures are the broker's, not a client library's:
+
+1. rebalance: a Stable group of ``--members`` members all rejoin with changed
+   metadata (as after a subscription change); measured from the moment the
+   last JoinGroup is written to the moment the last member holds its SyncGroup
+   answer (Stable). Median and max over ``--rounds`` rounds. Baseline: the
+   median round trip of ``--members`` parallel Heartbeats on the same
+   connections, so the ratio reads as "rebalance = N heartbeat round trips".
+2. commit: ``--committers`` connections each send OffsetCommit requests of 8
+   partitions back to back for ``--seconds``; every commit is answered only
+   after its __consumer_offsets batch is fsynced (the acks=all rule).
+   Baseline: the same connections sending acks=all Produce requests of one
+   small record to each of 8 partitions, which pays the same fsync.
+
+``run()`` returns ``[(name, value, unit), ...]`` and prints a small table;
+``python -m bench.groups`` runs it with quick defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from protocol.headers import encode_request_header  # noqa: E402
+from protocol.messages import decode_response, encode_request  # noqa: E402
+from protocol.records import Record, build_batch  # noqa: E402
+from tests.broker_process import BrokerProcess  # noqa: E402
+
+Row = tuple[str, float, str]
+_SIZE = struct.Struct(">i")
+
+
+class Conn:
+    """One pipelined connection: requests are answered in order, so a FIFO of futures matches them."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.correlation = 0
+        self.pending: list[tuple[int, int, asyncio.Future[Any]]] = []
+        self.task = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def open(cls, port: int) -> Conn:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return cls(reader, writer)
+
+    def send(self, api_key: int, version: int, body: dict[str, Any]) -> asyncio.Future[Any]:
+        self.correlation += 1
+        payload = encode_request_header(api_key, version, self.correlation, "bench") + encode_request(
+            api_key, version, body
+        )
+        self.writer.write(_SIZE.pack(len(payload)) + payload)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending.append((api_key, version, fut))
+        return fut
+
+    async def _read(self) -> None:
+        while True:
+            (size,) = _SIZE.unpack(await self.reader.readexactly(4))
+            frame = await self.reader.readexactly(size)
+            api_key, version, fut = self.pending.pop(0)
+            fut.set_result(decode_response(api_key, version, frame[4:]))
+
+    async def close(self) -> None:
+        self.task.cancel()
+        self.writer.close()
+
+
+def _join(group: str, member_id: str, metadata: bytes) -> dict[str, Any]:
+    return {
+        "group_id": group,
+        "session_timeout_ms": 30_000,
+        "rebalance_timeout_ms": 60_000,
+        "member_id": member_id,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": metadata}],
+    }
+
+
+async def _round(conns: list[Conn], group: str, ids: list[str], tag: bytes) -> tuple[float, list[str], int]:
+    """All members (re)join and sync once; returns (seconds from last join sent to last sync answered, ids, gen)."""
+    joins = [c.send(11, 3, _join(group, mid, tag)) for c, mid in zip(conns, ids, strict=True)]
+    last_join_sent = time.perf_counter()
+    results = await asyncio.gather(*joins)
+    assert all(r.error_code == 0 for r in results), [r.error_code for r in results]
+    leader = next(r for r in results if r.members)
+    assignments = [{"member_id": m.member_id, "assignment": b"a"} for m in leader.members]
+    syncs = [
+        c.send(
+            14,
+            3,
+            {
+                "group_id": group,
+                "generation_id": r.generation_id,
+                "member_id": r.member_id,
+                "group_instance_id": None,
+                "assignments": assignments if r is leader else [],
+            },
+        )
+        for c, r in zip(conns, results, strict=True)
+    ]
+    answers = await asyncio.gather(*syncs)
+    done = time.perf_counter()
+    assert all(a.error_code == 0 for a in answers), [a.error_code for a in answers]
+    return done - last_join_sent, [r.member_id for r in results], results[0].generation_id
+
+
+async def bench_rebalance(port: int, members: int, rounds: int) -> list[Row]:
+    conns = [await Conn.open(port) for _ in range(members)]
+    group = "bench-rebalance"
+    try:
+        _, ids, generation = await _round(conns, group, [""] * members, b"r0")  # forms the group
+        times = []
+        for i in range(1, rounds + 1):
+            elapsed, ids, generation = await _round(conns, group, ids, b"r%d" % i)
+            times.append(elapsed)
+        hb_times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            beats = [
+                c.send(
+                    12,
+                    3,
+                    {
+                        "group_id": group,
+                        "generation_id": generation,
+                        "member_id": m,
+                        "group_instance_id": None,
+                    },
+                )
+                for c, m in zip(conns, ids, strict=True)
+            ]
+            await asyncio.gather(*beats)
+            hb_times.append(time.perf_counter() - start)
+    finally:
+        for c in conns:
+            await c.close()
+    median, hb = statistics.median(times), statistics.median(hb_times)
+    return [
+        (f"rebalance of {members} members: last JoinGroup -> all Stable (median)", median * 1000, "ms"),
+        (f"rebalance of {members} members (max of {rounds})", max(times) * 1000, "ms"),
+        (f"  baseline: {members} parallel Heartbeats (median)", hb * 1000, "ms"),
+        ("  rebalance / heartbeat round trip", median / hb if hb else 0.0, "x"),
+    ]
+
+
+async def _loop(conn: Conn, make: Any, seconds: float, check: Any) -> int:
+    done = 0
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        resp = await conn.send(*make(done))
+        check(resp)
+        done += 1
+    return done
+
+
+async def bench_commits(port: int, committers: int, seconds: float) -> list[Row]:
+    conns = [await Conn.open(port) for _ in range(committers)]
+    setup = conns[0]
+    created = await setup.send(
+        19,
+        4,
+        {
+            "topics": [
+                {"name": n, "num_partitions": 8, "replication_factor": 1, "assignments": [], "configs": []}
+                for n in ("bench-commit", "bench-produce")
+            ],
+            "timeout_ms": 10_000,
+            "validate_only": False,
+        },
+    )
+    assert all(t.error_code in (0, 36) for t in created.topics)
+
+    def commit(i: int) -> Any:
+        return lambda n: (
+            8,
+            3,
+            {
+                "group_id": f"bench-commit-{i}",
+                "generation_id_or_member_epoch": -1,
+                "member_id": "",
+                "retention_time_ms": -1,
+                "topics": [
+                    {
+                        "name": "bench-commit",
+                        "partitions": [
+                            {"partition_index": p, "committed_offset": n, "committed_metadata": ""}
+                            for p in range(8)
+                        ],
+                    }
+                ],
+            },
+        )
+
+    def commit_ok(resp: Any) -> None:
+        assert all(p.error_code == 0 for t in resp.topics for p in t.partitions)
+
+    batch = build_batch([Record(0, 0, None, b"x" * 16)])
+
+    def produce(_i: int) -> Any:
+        body = {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout_ms": 10_000,
+            "topic_data": [
+                {
+                    "name": "bench-produce",
+                    "partition_data": [{"index": p, "records": batch} for p in range(8)],
+                }
+            ],
+        }
+        return lambda _n: (0, 7, body)
+
+    def produce_ok(resp: Any) -> None:
+        assert all(p.error_code == 0 for t in resp.responses for p in t.partition_responses)
+
+    try:
+        start = time.perf_counter()
+        counts = await asyncio.gather(*(_loop(c, commit(i), seconds, commit_ok) for i, c in enumerate(conns)))
+        commit_rate = sum(counts) / (time.perf_counter() - start)
+        start = time.perf_counter()
+        counts = await asyncio.gather(
+            *(_loop(c, produce(i), seconds, produce_ok) for i, c in enumerate(conns))
+        )
+        produce_rate = sum(counts) / (time.perf_counter() - start)
+    finally:
+        for c in conns:
+            await c.close()
+    return [
+        (f"OffsetCommit of 8 partitions, {committers} connections, fsynced", commit_rate, "commits/s"),
+        ("  baseline: acks=all Produce to 8 partitions, same connections", produce_rate, "requests/s"),
+        ("  commit / produce", commit_rate / produce_rate if produce_rate else 0.0, "x"),
+    ]
+
+
+def run(members: int = 10, rounds: int = 20, committers: int = 16, seconds: float = 5.0) -> list[Row]:
+    """Start a broker, run both benchmarks, print a table and return its rows."""
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = BrokerProcess(
+            Path(tmp) / "data",
+            extra=["--log-level", "WARNING"],
+            env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "300"},  # forming the group only
+        ).start()
+        try:
+
+            async def both() -> list[Row]:
+                rows = await bench_rebalance(broker.port, members, rounds)
+                return rows + await bench_commits(broker.port, committers, seconds)
+
+            rows = asyncio.run(both())
+        finally:
+            broker.stop()
+    print()
+    print(f"{'consumer groups':<70} {'value':>12} unit")
+    for name, value, unit in rows:
+        print(f"{name:<70} {value:>12,.1f} {unit}")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.groups")
+    ap.add_argument("--members", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--committers", type=int, default=16)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    args = ap.parse_args()
+    run(args.members, args.rounds, args.committers, args.seconds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""Consumer groups: the coordinator state machine, its `__consumer_offsets` persistence, and glue.
+
+Modules: `model` (groups, members, states, results), `coordinator` (the state
+machine), `records` (Kafka's key/value formats), `hashing` (group -> partition),
+`clock` (real and fake time), `store` (the topic on the broker's storage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from broker.groups.clock import LoopClock
+from broker.groups.coordinator import CoordinatorConfig, GroupCoordinator
+from broker.groups.store import BrokerOffsetsLog, ensure_offsets_topic
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+    from broker.config import BrokerConfig
+
+T = TypeVar("T")
+Response = dict[str, Any]
+
+
+def coordinator_config(config: BrokerConfig) -> CoordinatorConfig:
+    return CoordinatorConfig(
+        initial_rebalance_delay_ms=int(config["group.initial.rebalance.delay.ms"]),
+        min_session_timeout_ms=int(config["group.min.session.timeout.ms"]),
+        max_session_timeout_ms=int(config["group.max.session.timeout.ms"]),
+        max_group_size=int(config["group.max.size"]),
+        offset_metadata_max_bytes=int(config["offset.metadata.max.bytes"]),
+        offsets_retention_ms=int(config["offsets.retention.minutes"]) * 60_000,
+        offsets_retention_check_interval_ms=int(config["offsets.retention.check.interval.ms"]),
+    )
+
+
+def create_coordinator(broker: Broker) -> GroupCoordinator:
+    """Create `__consumer_offsets` if needed, replay it, and return the running coordinator.
+
+    Runs synchronously at broker start, before the server accepts connections.
+    """
+    partitions = ensure_offsets_topic(broker)
+    coordinator = GroupCoordinator(
+        coordinator_config(broker.config), BrokerOffsetsLog(broker, partitions), LoopClock()
+    )
+    coordinator.load()
+    return coordinator
+
+
+def deferred(start: Callable[[Callable[[T], None]], None], respond: Callable[[T], Response]) -> Any:
+    """Bridge a coordinator callback to a handler result.
+
+    Calls ``start(callback)``; if the coordinator answered at once, returns
+    ``respond(result)`` (a plain response dict), else an awaitable that
+    resolves to it when the callback fires. A callback arriving after the
+    connection went away (its future cancelled) is dropped.
+    """
+    fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+    def callback(result: T) -> None:
+        if not fut.done():
+            fut.set_result(result)
+
+    start(callback)
+    if fut.done():
+        return respond(fut.result())
+    return _respond_later(fut, respond)
+
+
+async def _respond_later(fut: Awaitable[T], respond: Callable[[T], Response]) -> Response:
+    return respond(await fut)

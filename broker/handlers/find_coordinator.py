@@ -1,0 +1,52 @@
+"""FindCoordinator: v0-2.
+
+Behavior:
+- key_type 0 (group; v0 has no key_type): this broker coordinates every group
+  (it leads every `__consumer_offsets` partition), so the answer is always our
+  node id, advertised host and port, whatever the group id.
+- key_type 1 (transaction): COORDINATOR_NOT_AVAILABLE (no transactions yet);
+  any other key_type: INVALID_REQUEST.
+Version notes: v1 adds key_type, throttle_time_ms and error_message; v2 has v1's layout.
+Leaves out: throttling; authorization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from protocol.errors import ErrorCode
+
+API_KEY = 10
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    key_type = req.key_type if ctx.version >= 1 else GROUP_KEY_TYPE
+    if key_type == GROUP_KEY_TYPE:
+        broker = ctx.broker
+        return {
+            "throttle_time_ms": 0,
+            "error_code": 0,
+            "error_message": None,
+            "node_id": broker.node_id,
+            "host": broker.config.advertised_host,
+            "port": broker.port,
+        }
+    if key_type == TRANSACTION_KEY_TYPE:
+        code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported"
+    else:
+        code, message = ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": message,
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+    }
+
+
+registry.register(API_KEY, 0, 2, handle)

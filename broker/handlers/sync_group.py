@@ -1,0 +1,43 @@
+"""SyncGroup: v0-3.
+
+Behavior:
+- The leader's request carries every member's assignment; once the coordinator
+  has stored it durably in __consumer_offsets the group is Stable and every
+  waiting member is answered with its own assignment (members the leader left
+  out get an empty one). Followers wait until then; in a Stable group the
+  current assignment is returned at once.
+- Fencing: unknown member UNKNOWN_MEMBER_ID, stale generation
+  ILLEGAL_GENERATION, a rebalance started meanwhile REBALANCE_IN_PROGRESS,
+  another member id for a static instance FENCED_INSTANCE_ID.
+Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds group_instance_id.
+Leaves out: throttling; authorization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from broker.groups import deferred
+from broker.groups.model import SyncResult
+
+API_KEY = 14
+
+
+def handle(ctx: RequestContext, req: Any) -> Any:
+    assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
+    instance = req.group_instance_id if ctx.version >= 3 else None
+
+    def respond(result: SyncResult) -> dict[str, Any]:
+        return {"throttle_time_ms": 0, "error_code": result.error, "assignment": result.assignment}
+
+    return deferred(
+        lambda cb: ctx.broker.groups.sync_group(
+            req.group_id, req.generation_id, req.member_id, instance, assignments, cb
+        ),
+        respond,
+    )
+
+
+registry.register(API_KEY, 0, 3, handle)
