@@ -14,14 +14,23 @@ from typing import TYPE_CHECKING
 
 from broker.config import BrokerConfig
 from broker.group_commit import GroupCommit
-from broker.producer_state import PartitionProducers, ProducerIdAllocator
+from broker.groups import create_coordinator
+from broker.log_tasks import LogTasks
+from broker.producer_state import (
+    PartitionProducers,
+    ProducerIdAllocator,
+    load_producer_state,
+    write_snapshot,
+)
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import LogConfig
+from storage.fs import FileSystem
 from storage.log_manager import LogManager
 from storage.partition_log import PartitionLog
 
 if TYPE_CHECKING:
     from broker.connection import KafkaConnection
+    from broker.metrics import BrokerMetrics
 
 log = logging.getLogger("minikafka.broker")
 
@@ -36,22 +45,33 @@ def log_defaults(config: BrokerConfig) -> LogConfig:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, fs: FileSystem | None = None) -> None:
+        """``fs``: the storage engine's filesystem (tests pass a `storage.fs.FaultyFileSystem`)."""
         self.config = config
         self.node_id = config.node_id
-        self.port = int(config["port"])  # the bound port once the server listens
+        self.port = int(config["port"])  # the advertised port (the bound one by default), set by the server
         self.data_dir = config.data_dir
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        self.logs = LogManager(self.data_dir, log_defaults(config), node_id=self.node_id)
+        self.logs = LogManager(
+            str(self.data_dir),
+            log_defaults(config),
+            fs,
+            node_id=self.node_id,
+            cleaner_dedupe_buffer_bytes=int(config["log.cleaner.dedupe.buffer.size"]),
+        )
         self.cluster_id = self.logs.cluster_id
         self.leader_epoch = 0
         self.producer_ids = ProducerIdAllocator(self.data_dir)
         self.producers: dict[TopicPartition, PartitionProducers] = {}
+        self._snapshot_offsets: dict[TopicPartition, int] = {}  # offset of each partition's newest snapshot
         self.group_commit = GroupCommit()
         self.waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
         self.connections: set[KafkaConnection] = set()
         self.shutting_down = False
+        self.metrics: BrokerMetrics | None = None  # set by the server when metrics.port is configured
         self._rebuild_producer_state()
+        self.log_tasks = LogTasks(self)  # started and stopped by the server
+        self.groups = create_coordinator(self)  # creates and replays __consumer_offsets
 
     # -- topics ----------------------------------------------------------
     def get_log(self, topic: str, partition: int) -> PartitionLog:
@@ -80,7 +100,9 @@ class Broker:
         if info is not None:
             for p in range(info.partitions):
                 self.producers.pop((name, p), None)
+                self._snapshot_offsets.pop((name, p), None)
                 self.wake((name, p))
+            self.groups.remove_offsets_of_topic(name)
         log.info("deleted topic %s", name)
 
     # -- producer state ---------------------------------------------------
@@ -91,13 +113,60 @@ class Broker:
         return state
 
     def _rebuild_producer_state(self) -> None:
+        """Each partition's producers from its newest snapshot plus the log after it (producer_state.py)."""
         started = time.monotonic()
-        for name, info in self.logs.topics().items():
-            for p in range(info.partitions):
-                plog = self.logs.get_log(name, p)
-                if plog is not None:
-                    self.producer_state((name, p)).rebuild(plog.iter_batch_headers())
+        expiration = int(self.config["producer.id.expiration.ms"])
+        for tp, plog in self.logs.logs():
+            if plog.offline:
+                continue
+            state, used = load_producer_state(plog, expiration_ms=expiration)
+            if state.producers:
+                self.producers[tp] = state
+            self._snapshot_offsets[tp] = used
         log.debug("producer state rebuilt in %.3fs", time.monotonic() - started)
+
+    def snapshot_producers(self, tp: TopicPartition, plog: PartitionLog, offset: int) -> None:
+        """Write the producer state of ``tp`` as ``<offset>.snapshot``, in the background.
+
+        Called when a segment rolls at ``offset``, before the batches appended there
+        update the state, so the snapshot describes exactly the batches below ``offset``.
+        """
+        state = self.producers.get(tp)
+        data = (state or PartitionProducers()).to_snapshot()
+        self._snapshot_offsets[tp] = offset
+        fs, directory = plog.fs, plog.directory
+
+        def write() -> None:
+            if plog.closed:  # deleted meanwhile (its directory name may already be reused)
+                return
+            try:
+                write_snapshot(fs, directory, offset, data)
+            except OSError as exc:  # the partition may have been deleted meanwhile
+                log.warning("producer snapshot %s at %d not written: %s", directory, offset, exc)
+
+        asyncio.get_running_loop().run_in_executor(None, write)
+
+    def expire_producers(self, now_ms: int) -> int:
+        expiration = int(self.config["producer.id.expiration.ms"])
+        return sum(state.expire(now_ms, expiration) for state in self.producers.values())
+
+    def producer_last_offsets(self, tp: TopicPartition) -> dict[int, int]:
+        state = self.producers.get(tp)
+        return state.last_offsets() if state is not None else {}
+
+    def _snapshot_all_producers(self) -> None:
+        """At shutdown: a snapshot at the log end of every partition that moved since its last one."""
+        for tp, plog in self.logs.logs():
+            leo = plog.log_end_offset
+            if plog.offline or plog.closed or self._snapshot_offsets.get(tp, -1) == leo:
+                continue
+            if tp not in self.producers and plog.log_start_offset >= leo:
+                continue  # empty log, no producers: nothing to remember or replay
+            state = self.producers.get(tp) or PartitionProducers()
+            try:
+                write_snapshot(plog.fs, plog.directory, leo, state.to_snapshot())
+            except OSError as exc:
+                log.warning("producer snapshot of %s-%d not written: %s", tp[0], tp[1], exc)
 
     # -- fetch waiters -----------------------------------------------------
     def wake(self, tp: TopicPartition) -> None:
@@ -124,11 +193,13 @@ class Broker:
 
     # -- lifecycle -----------------------------------------------------------
     def close_waiters(self) -> None:
-        """Answer every parked fetch now, and any that parks later (shutdown)."""
+        """Answer every parked fetch now, and any that parks later (shutdown); same for group requests."""
         self.shutting_down = True
+        self.groups.shutdown()
         for tp in list(self.waiters):
             self.wake(tp)
 
     def close(self) -> None:
         self.close_waiters()
+        self._snapshot_all_producers()
         self.logs.close()

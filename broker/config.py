@@ -40,6 +40,13 @@ def _str(v: str) -> str:
     return v.strip()
 
 
+def _ratio(v: str) -> float:
+    n = float(v.strip())
+    if not 0.0 <= n <= 1.0:
+        raise ValueError("expected a number between 0 and 1")
+    return n
+
+
 def _timestamp_type(v: str) -> str:
     s = v.strip()
     if s not in ("CreateTime", "LogAppendTime"):
@@ -70,6 +77,9 @@ KEYS: dict[str, Key] = {
         Key("host", _str, "127.0.0.1", "address to listen on"),
         Key("port", _int, 9092, "port to listen on"),
         Key("advertised.host", _str, "", "host clients are told to connect to (default: host)"),
+        Key("advertised.port", _int, 0, "port clients are told to connect to (0: the listening port)"),
+        Key("metrics.port", _int, 0, "port of the Prometheus /metrics endpoint (0: off)"),
+        Key("metrics.host", _str, "127.0.0.1", "address of the Prometheus endpoint"),
         Key("log.dirs", _str, "./data", "data directory"),
         Key("num.partitions", _int, 1, "partitions of auto-created topics"),
         Key("default.replication.factor", _int, 1, "replication factor of auto-created topics"),
@@ -84,12 +94,47 @@ KEYS: dict[str, Key] = {
         Key("log.message.timestamp.type", _timestamp_type, "CreateTime", "CreateTime or LogAppendTime"),
         Key("log.flush.interval.messages", _int, 2**63 - 1, "messages before a forced fsync"),
         Key("log.flush.interval.ms", _int, 2**63 - 1, "ms before a forced fsync"),
+        Key(
+            "log.flush.offset.checkpoint.interval.ms",
+            _int,
+            60000,
+            "how often recovery points are checkpointed",
+        ),
+        Key(
+            "log.flush.start.offset.checkpoint.interval.ms",
+            _int,
+            60000,
+            "how often log start offsets are checkpointed",
+        ),
+        Key("log.retention.check.interval.ms", _int, 300000, "how often retention deletes old segments"),
+        Key("log.segment.delete.delay.ms", _int, 60000, "delay before a deleted segment's files are removed"),
+        Key("log.cleaner.enable", _bool, True, "run the log cleaner (compaction)"),
+        Key("log.cleaner.backoff.ms", _int, 15000, "cleaner sleep when there is nothing to clean"),
+        Key("log.cleaner.dedupe.buffer.size", _int, 134217728, "memory for the cleaner's key -> offset map"),
+        Key("log.cleaner.delete.retention.ms", _int, 86400000, "how long tombstones survive cleaning"),
+        Key("log.cleaner.min.cleanable.ratio", _ratio, 0.5, "dirty ratio that makes a log cleanable"),
+        Key("log.cleaner.min.compaction.lag.ms", _int, 0, "records younger than this are not compacted"),
+        Key(
+            "producer.id.expiration.ms", _int, 86400000, "idle idempotent producers are forgotten after this"
+        ),
+        Key("producer.id.expiration.check.interval.ms", _int, 600000, "how often idle producers are expired"),
         Key("message.max.bytes", _int, 1048588, "largest record batch accepted"),
         Key("socket.request.max.bytes", _int, 104857600, "largest request frame accepted"),
         Key("queued.max.requests", _int, 500, "requests queued per connection before reading pauses"),
         Key("connections.max.idle.ms", _int, 600000, "idle connections are closed after this"),
+        Key("max.connections", _int, 2147483647, "connections accepted at once; more are closed at once"),
+        Key("max.connections.per.ip", _int, 2147483647, "connections accepted at once from one address"),
         Key("offsets.topic.num.partitions", _int, 50, "partitions of __consumer_offsets"),
         Key("group.initial.rebalance.delay.ms", _int, 3000, "delay before the first rebalance"),
+        Key("group.min.session.timeout.ms", _int, 6000, "smallest session timeout a member may ask for"),
+        Key("group.max.session.timeout.ms", _int, 1800000, "largest session timeout a member may ask for"),
+        Key("group.max.size", _int, 2147483647, "most members in one group"),
+        Key("offset.metadata.max.bytes", _int, 4096, "longest metadata string of an offset commit"),
+        Key(
+            "offsets.retention.minutes", _int, 10080, "committed offsets of an empty group expire after this"
+        ),
+        Key("offsets.retention.check.interval.ms", _int, 600000, "how often expired offsets are removed"),
+        Key("offsets.topic.segment.bytes", _int, 104857600, "segment size of __consumer_offsets"),
         Key("cluster.id", _str, "", "cluster id (generated and kept in meta.properties if empty)"),
     )
 }

@@ -4,6 +4,8 @@ Shutdown (SIGTERM/SIGINT or `BrokerServer.stop()`): stop accepting, answer
 parked fetches with what they have, wait (up to a deadline) for in-flight
 requests to be answered and written, close connections, then flush and close
 every log (checkpoints and the clean-shutdown marker are written by storage).
+Background log maintenance (`broker.log_tasks`) starts once listening and stops,
+letting its current step finish, before the logs are closed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from broker import handlers  # noqa: F401  (registers every API handler)
 from broker.broker import Broker
 from broker.config import BrokerConfig
 from broker.connection import KafkaConnection
+from storage.fs import FileSystem
 
 log = logging.getLogger("minikafka.server")
 
@@ -25,17 +28,26 @@ SHUTDOWN_DEADLINE_S = 10.0
 
 
 class BrokerServer:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, fs: FileSystem | None = None) -> None:
+        """``fs``: the storage filesystem seam (tests inject a `storage.fs.FaultyFileSystem`)."""
         self.config = config
+        self._fs = fs
         self.broker: Broker | None = None
         self._server: asyncio.base_events.Server | None = None
         self._stopped = asyncio.Event()
         self.port: int = int(config["port"])
 
     async def start(self) -> None:
-        self.broker = Broker(self.config)
+        self.broker = Broker(self.config, self._fs)
         loop = asyncio.get_running_loop()
         broker = self.broker
+        metrics_port = int(self.config["metrics.port"])
+        if metrics_port:  # up before the Kafka port accepts, so a scrape never races start-up
+            from broker.metrics import BrokerMetrics
+
+            broker.metrics = BrokerMetrics(broker)
+            broker.metrics.serve(self.config["metrics.host"], metrics_port)
+            log.info("metrics on http://%s:%d/metrics", self.config["metrics.host"], metrics_port)
         self._server = await loop.create_server(
             lambda: KafkaConnection(broker),
             host=self.config["host"],
@@ -43,7 +55,9 @@ class BrokerServer:
             reuse_address=True,
             backlog=1024,
         )
-        self.port = broker.port = self._server.sockets[0].getsockname()[1]
+        self.port = self._server.sockets[0].getsockname()[1]
+        broker.port = int(self.config["advertised.port"]) or self.port  # what Metadata tells clients
+        broker.log_tasks.start()
         log.info(
             "minikafka broker %d listening on %s:%d (advertised %s), data in %s",
             broker.node_id,
@@ -71,15 +85,12 @@ class BrokerServer:
                     await asyncio.sleep(0.01)
             conn.close()
         await asyncio.sleep(0)
+        await broker.log_tasks.stop()
+        if broker.metrics is not None:
+            broker.metrics.close()
         broker.close()
         log.info("shut down cleanly")
         self._stopped.set()
-
-    async def serve_forever(self) -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, lambda: asyncio.ensure_future(self.stop()))
-        await self._stopped.wait()
 
 
 def tune_allocator() -> None:
@@ -100,7 +111,17 @@ def tune_allocator() -> None:
 
 
 async def run(config: BrokerConfig) -> None:
+    """Serve until SIGTERM/SIGINT, then shut down cleanly.
+
+    The signal handlers are installed before anything starts, so a signal that
+    arrives during start-up still ends in a clean shutdown, never a kill.
+    """
     tune_allocator()
+    loop = asyncio.get_running_loop()
+    stop_requested = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop_requested.set)
     server = BrokerServer(config)
     await server.start()
-    await server.serve_forever()
+    await stop_requested.wait()
+    await server.stop()

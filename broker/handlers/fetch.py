@@ -29,6 +29,7 @@ from broker import registry
 from broker.broker import Broker, TopicPartition
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
+from protocol.records import validate_batches
 
 API_KEY = 1
 
@@ -66,6 +67,9 @@ def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int]:
                         p.fetch_offset, min(p.partition_max_bytes, max(left, 0)), min_one_batch=total == 0
                     ).data
                     total += len(records)
+                    if broker.metrics is not None and records:
+                        count = sum(h.record_count for h in validate_batches(records, check_crc=False))
+                        broker.metrics.fetched(topic.topic, len(records), count)
                 parts.append(_partition(p.partition, 0, hw, start, records))
             except KafkaError as exc:
                 parts.append(_partition(p.partition, exc.code))

@@ -5,17 +5,25 @@ Behavior:
   magic and CRC-32C check out (else CORRUPT_MESSAGE); a batch over the topic's
   max.message.bytes is MESSAGE_TOO_LARGE; a client-sent control batch is
   INVALID_RECORD; transactional batches are INVALID_TXN_STATE (no transactions yet).
+- Compacted topics (cleanup.policy has compact): every record needs a key, else
+  INVALID_RECORD (batches are decoded for this; other topics are not).
 - Idempotent batches (producer id >= 0) go through the producer-state checks; a
   duplicate of one of the last five batches answers success with its original
-  base offset and is not appended again.
+  base offset and is not appended again (acks=-1: after an fsync, like the original).
+- When the append rolls a segment, the producer state is snapshotted at the new
+  segment's base offset (see broker/producer_state.py).
 - The bytes are appended verbatim; the log patches baseOffset and
   partitionLeaderEpoch (LogAppendTime topics: also maxTimestamp, the timestamp
   type bit and the CRC).
-- acks=0: no response at all. acks=1: answered after the append. acks=-1:
-  answered after a group-committed fsync of every touched partition; a failed
-  fsync answers KAFKA_STORAGE_ERROR and never acknowledges.
+- acks=0: no response at all. acks=1: answered after the append (and after an
+  fsync when the partition's flush.messages is reached). acks=-1: answered after
+  a group-committed fsync of every touched partition; a failed fsync answers
+  KAFKA_STORAGE_ERROR and never acknowledges. A failed write leaves no partial
+  bytes and answers KAFKA_STORAGE_ERROR.
 - acks outside {-1, 0, 1}: INVALID_REQUIRED_ACKS for every partition.
-- Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (Produce never creates topics).
+- Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (Produce never creates topics);
+  internal topics (__consumer_offsets) are written by the broker only:
+  INVALID_TOPIC_EXCEPTION.
 Version notes: v5+ carry log_start_offset in the response; v3-7 share the request layout.
 Leaves out: throttling, timestamp-difference validation, per-record validation of
   compressed batches (batches are stored as sent).
@@ -28,9 +36,11 @@ import time
 from typing import Any
 
 from broker import registry
+from broker.broker import INTERNAL_TOPICS
 from broker.context import RequestContext
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import validate_batches
+from storage.cleaner import check_keys
 from storage.partition_log import PartitionLog
 
 API_KEY = 0
@@ -54,6 +64,8 @@ def _append(
     ctx: RequestContext, topic: str, index: int, records: bytes | None, now_ms: int
 ) -> tuple[dict[str, Any], PartitionLog | None]:
     broker = ctx.broker
+    if topic in INTERNAL_TOPICS:
+        raise KafkaError(f"cannot append to internal topic {topic}", ErrorCode.INVALID_TOPIC_EXCEPTION)
     plog = broker.get_log(topic, index)
     if not records:
         raise CorruptRecordError("empty record set")
@@ -69,23 +81,29 @@ def _append(
             raise KafkaError("client-sent control batch", ErrorCode.INVALID_RECORD)
         if h.is_transactional:
             raise KafkaError("transactions are not supported", ErrorCode.INVALID_TXN_STATE)
+    if plog.config.compact:
+        check_keys(buf, headers)
     tp = (topic, index)
     producers = broker.producer_state(tp) if headers[0].producer_id >= 0 else None
     if producers is not None:
         duplicate = producers.check(headers[0])
         if duplicate is not None:
-            return _partition_result(index, 0, duplicate, -1, plog.log_start_offset), None
+            return _partition_result(index, 0, duplicate, -1, plog.log_start_offset), plog
         for h in headers[1:]:
             if h.producer_id != headers[0].producer_id:
                 raise KafkaError("batches of several producers in one record set", ErrorCode.INVALID_RECORD)
     result = plog.append(buf, headers, leader_epoch=broker.leader_epoch, now_ms=now_ms)
     plog.advance_high_watermark(result.last_offset + 1)  # single replica: committed once appended
+    if result.rolled:
+        broker.snapshot_producers(tp, plog, result.base_offset)
     if producers is not None:
         offset = result.base_offset
         for h in headers:
             producers.update(h, offset)
             offset += h.last_offset_delta + 1
     broker.wake(tp)
+    if broker.metrics is not None:
+        broker.metrics.appended(topic, len(buf), sum(h.record_count for h in headers))
     return _partition_result(
         index, 0, result.base_offset, result.log_append_time_ms, plog.log_start_offset
     ), plog
@@ -111,7 +129,9 @@ def handle(ctx: RequestContext, req: Any) -> Any:
                 log.error("produce %s-%d: storage error: %s", topic.name, pd.index, exc)
                 result, plog = _partition_result(pd.index, ErrorCode.KAFKA_STORAGE_ERROR), None
             parts.append(result)
-            if plog is not None and acks == -1:
+            if plog is not None and (
+                acks == -1 or plog.unflushed_messages >= plog.config.flush_interval_messages
+            ):
                 to_sync.append((result, plog))
         responses.append({"name": topic.name, "partition_responses": parts})
     response = {"responses": responses, "throttle_time_ms": 0}

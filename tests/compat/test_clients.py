@@ -9,8 +9,6 @@ from dataclasses import replace
 
 import pytest
 
-import broker.handlers  # noqa: F401  (fills the registry)
-from broker import registry
 from protocol.records import scan_valid_prefix
 from tests.broker_process import BrokerProcess
 from tests.compat.clients import CODECS, CONSUMERS, PRODUCERS, Message, kcat_messages, sample_messages
@@ -48,7 +46,6 @@ def _check(producer: str, sent: list[Message], got: list[Message]) -> None:
 
 _produced: dict[str, str] = {}
 CODEC_IDS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-GROUPS_ADVERTISED = 10 in registry.HANDLERS
 
 
 @pytest.mark.parametrize("producer", list(PRODUCERS))
@@ -71,10 +68,6 @@ def test_cross_client(shared_broker: BrokerProcess, producer: str, consumer: str
 def test_codecs(shared_broker: BrokerProcess, producer: str, codec: str) -> None:
     """Each client's compressed batches are stored as sent and decoded by two other clients."""
     _needs(producer)
-    if codec == "lz4" and producer in ("confluent-kafka", "kcat") and not GROUPS_ADVERTISED:
-        pytest.skip(
-            "librdkafka enables LZ4 only when the broker advertises FindCoordinator (consumer groups)"
-        )
     sent = _expected(producer)
     topic = f"codec-{producer}-{codec}"
     PRODUCERS[producer](shared_broker.bootstrap, topic, 0, sent, codec)

@@ -22,12 +22,23 @@ EXPECTED_VERSIONS = {
     1: (4, 11),
     2: (1, 3),
     3: (0, 5),
+    8: (2, 3),
+    9: (1, 3),
+    10: (0, 2),
+    11: (0, 5),
+    12: (0, 3),
+    13: (0, 1),
+    14: (0, 3),
+    15: (0, 3),
+    16: (0, 2),
     18: (0, 3),
     19: (2, 4),
     20: (1, 3),
+    21: (0, 1),
     22: (0, 1),
     32: (1, 2),
     33: (0, 1),
+    42: (0, 1),
     44: (0, 0),
 }
 
@@ -248,6 +259,7 @@ def test_produce_errors_keep_connection_usable(broker: BrokerProcess) -> None:
         assert produce(c, "errs", big).error_code == ErrorCode.MESSAGE_TOO_LARGE
         assert produce(c, "errs", good, acks=5).error_code == ErrorCode.INVALID_REQUIRED_ACKS
         assert produce(c, "nope", good).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert produce(c, "__consumer_offsets", good).error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
         assert produce(c, "errs", good, partition=3).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         assert produce(c, "errs", good[:-3]).error_code == ErrorCode.CORRUPT_MESSAGE
         control = build_batch(
@@ -357,8 +369,10 @@ def test_create_topic_validation(broker: BrokerProcess) -> None:
         assert create(c, "cfg", configs={"no.such": "1"}).error_code == ErrorCode.INVALID_CONFIG
         assert create(c, "vo", validate_only=True).error_code == 0
         meta = c.request(3, 5, {"topics": None, "allow_auto_topic_creation": False})
-        assert sorted(t.name for t in meta.topics) == ["ok.topic_1-x"]
-        assert [p.partition_index for p in meta.topics[0].partitions] == [0, 1, 2]
+        # __consumer_offsets is listed too (is_internal), as in Kafka
+        topics = [t for t in meta.topics if not t.is_internal]
+        assert [t.name for t in topics] == ["ok.topic_1-x"]
+        assert [p.partition_index for p in topics[0].partitions] == [0, 1, 2]
 
 
 def test_metadata_auto_create_and_delete(broker: BrokerProcess) -> None:
@@ -368,7 +382,8 @@ def test_metadata_auto_create_and_delete(broker: BrokerProcess) -> None:
         m = c.request(3, 1, {"topics": [{"name": "auto"}]})
         assert m.topics[0].error_code == 0 and m.controller_id == 0
         assert (m.brokers[0].node_id, m.brokers[0].host, m.brokers[0].port) == (0, "127.0.0.1", broker.port)
-        assert c.request(3, 0, {"topics": []}).topics[0].name == "auto"
+        v0_all = c.request(3, 0, {"topics": []}).topics
+        assert sorted(t.name for t in v0_all) == ["__consumer_offsets", "auto"]
         assert c.request(3, 1, {"topics": []}).topics == []
         m = c.request(3, 1, {"topics": [{"name": "bad name"}]})
         assert m.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
@@ -376,7 +391,8 @@ def test_metadata_auto_create_and_delete(broker: BrokerProcess) -> None:
         resp = c.request(20, 3, {"topic_names": ["auto", "never"], "timeout_ms": 1000})
         assert [r.error_code for r in resp.responses] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
         assert not (broker.data_dir / "auto-0").exists()
-        assert c.request(3, 5, {"topics": None, "allow_auto_topic_creation": False}).topics == []
+        left = c.request(3, 5, {"topics": None, "allow_auto_topic_creation": False}).topics
+        assert [t.name for t in left if not t.is_internal] == []
 
 
 def test_log_append_time_topic(broker: BrokerProcess) -> None:
