@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.installed-test
 DATA_DIR ?= ./data
 PORT ?= 9092
 
-.PHONY: run test test-all lint format bench clean
+.PHONY: run test test-all lint format bench fuzz clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -39,6 +39,11 @@ format: $(TEST_STAMP)
 
 bench: $(TEST_STAMP)
 	$(BIN)/python -m bench
+
+# Coverage-guided fuzzing of the decoders (atheris), FUZZ_SECONDS per target (default 60).
+fuzz: $(TEST_STAMP)
+	$(BIN)/pip install -q atheris
+	bash tests/fuzz/run.sh
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

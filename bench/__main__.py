@@ -1,6 +1,12 @@
-"""`make bench`: broker throughput with confluent-kafka (librdkafka) as the load generator.
+"""`make bench`: every benchmark suite, each figure beside a baseline measured in the same run.
 
-Runs, in one process tree on this machine:
+Suites (`--suites`, default all): `broker` (below), `groups` (bench/groups.py:
+rebalance latency, OffsetCommit throughput), `storage` (bench/storage.py:
+lookup latency at 1M and 50M records, unclean recovery, cleaner throughput),
+`client` (bench/client.py: our client against kafka-python, aiokafka and
+confluent-kafka).
+
+The `broker` suite runs, in one process tree on this machine:
 1. the load generator's own ceiling: confluent-kafka `produce()` calls/s into a
    producer whose broker is unreachable (nothing leaves the process), the
    baseline the broker figures are compared against;
@@ -18,6 +24,7 @@ Options: --records, --size, --partitions (defaults 1,000,000 / 100 / 8).
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import tempfile
@@ -155,7 +162,22 @@ def main() -> None:
     ap.add_argument(
         "--memory-gb", type=float, default=1.0, help="GB of 1 KB records for the memory pass (0: skip)"
     )
+    ap.add_argument(
+        "--suites",
+        default="broker,groups,storage",
+        help="comma-separated: broker (this module's throughput run), groups, storage, client",
+    )
     args = ap.parse_args()
+    suites = [s.strip() for s in args.suites.split(",") if s.strip()]
+    if "broker" in suites:
+        broker_suite(args)
+    for name in suites:
+        if name != "broker":
+            print(f"\n== bench.{name}", flush=True)
+            importlib.import_module(f"bench.{name}").run()
+
+
+def broker_suite(args: argparse.Namespace) -> None:
     n, size, parts = args.records, args.size, args.partitions
     payload = os.urandom(size)
     mb = size / 1e6

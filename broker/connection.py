@@ -15,6 +15,15 @@ Wire contract:
 Flow control: reading pauses while more than `queued.max.requests` responses
 are outstanding or while the transport's write buffer is above its high-water
 mark (a slow reader cannot grow broker memory), and resumes when both drain.
+
+Limits: a connection beyond `max.connections` (or `max.connections.per.ip`
+from one address) is closed as soon as it is accepted; a connection with
+nothing in flight that has sent nothing for `connections.max.idle.ms` is
+closed (so is a client that sends part of a frame and stalls).
+
+A handler that fails unexpectedly is logged with its traceback and its request
+is answered with UNKNOWN_SERVER_ERROR when the API has a top-level error code;
+otherwise the connection is closed and the client retries.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from broker import registry
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.headers import API_VERSIONS_KEY, RequestHeader, frame_response, parse_request_header
-from protocol.messages import decode_request, encode_response, encode_response_parts
+from protocol.messages import decode_request, encode_response, encode_response_parts, error_response
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -67,17 +76,33 @@ class KafkaConnection(asyncio.Protocol):
         self._read_paused = False
         self._closing = False
         self.last_activity = time.monotonic()
+        self.ip = "?"
+        self._idle_s = int(broker.config["connections.max.idle.ms"]) / 1000
+        self._idle_timer: asyncio.TimerHandle | None = None
 
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's TCPTransport is not a subclass
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self.broker.connections.add(self)
+        self.ip = peer[0] if peer else "?"
+        config = self.broker.config
+        connections = self.broker.connections
+        if len(connections) >= int(config["max.connections"]):
+            self.close(f"max.connections ({config['max.connections']}) reached")
+            return
+        limit = int(config["max.connections.per.ip"])
+        if limit < len(connections) + 1 and sum(1 for c in connections if c.ip == self.ip) >= limit:
+            self.close(f"max.connections.per.ip ({limit}) reached for {self.ip}")
+            return
+        connections.add(self)
+        self._idle_timer = asyncio.get_running_loop().call_later(self._idle_s, self._check_idle)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         self.broker.connections.discard(self)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
         for task in list(self._tasks):
             task.cancel()
 
@@ -91,11 +116,20 @@ class KafkaConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self.last_activity = time.monotonic()
+        self._buf += data
+        self._process_buffer()
+
+    def _process_buffer(self) -> None:
+        """Handle the complete frames buffered so far, stopping as soon as reading is paused.
+
+        Frames left in the buffer wait for `_update_reading` to resume; so even
+        one large read full of small requests cannot queue more responses than
+        the flow-control limits allow.
+        """
         buf = self._buf
-        buf += data
         pos = 0
         n = len(buf)
-        while not self._closing and n - pos >= 4:
+        while not self._closing and not self._read_paused and n - pos >= 4:
             (size,) = _I32.unpack_from(buf, pos)
             if size <= 0 or size > self._max_frame:
                 self.close(f"frame size {size} outside 1..{self._max_frame}")
@@ -108,6 +142,16 @@ class KafkaConnection(asyncio.Protocol):
         if pos:
             del buf[:pos]
         self._update_reading()
+
+    def _check_idle(self) -> None:
+        if self._closing:
+            return
+        quiet = time.monotonic() - self.last_activity
+        if quiet >= self._idle_s and not self._slots:
+            self.close(f"idle for {quiet:.1f}s (connections.max.idle.ms)")
+            return
+        wait = self._idle_s - quiet if quiet < self._idle_s else self._idle_s
+        self._idle_timer = asyncio.get_running_loop().call_later(wait, self._check_idle)
 
     # -- dispatch ---------------------------------------------------------
     def _handle_frame(self, frame: bytes) -> None:
@@ -132,33 +176,49 @@ class KafkaConnection(asyncio.Protocol):
             self.close(f"malformed request api {header.api_key} v{header.api_version}: {exc}")
             return
         ctx = RequestContext(self.broker, header, self.peer)
+        started = time.perf_counter()
         try:
             result = handler.fn(ctx, request)
         except Exception:
-            log.exception("handler for api %d v%d failed", header.api_key, header.api_version)
-            self.close("internal error")
-            return
+            result = self._internal_error(header)
+            if result is None:
+                return
         if inspect.isawaitable(result):
             slot = _Slot()
             self._slots.append(slot)
-            task = asyncio.ensure_future(self._complete(slot, header, result))
+            task = asyncio.ensure_future(self._complete(slot, header, result, started))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        elif result is not None:
-            self._emit(self._encode(header, result))
+        else:
+            if self.broker.metrics is not None:
+                self.broker.metrics.observe(header.api_key, header.api_version, started, result)
+            if result is not None:
+                self._emit(self._encode(header, result))
 
-    async def _complete(self, slot: _Slot, header: RequestHeader, pending: Any) -> None:
+    async def _complete(self, slot: _Slot, header: RequestHeader, pending: Any, started: float) -> None:
         try:
             result = await pending
-            slot.data = None if result is None else self._encode(header, result)
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("handler for api %d v%d failed", header.api_key, header.api_version)
-            self.close("internal error")
-            return
+            result = self._internal_error(header)
+            if result is None:
+                return
+        if self.broker.metrics is not None:
+            self.broker.metrics.observe(header.api_key, header.api_version, started, result)
+        slot.data = None if result is None else self._encode(header, result)
         slot.done = True
         self._flush_slots()
+
+    def _internal_error(self, header: RequestHeader) -> dict[str, Any] | None:
+        """Log the failure with its traceback; the UNKNOWN_SERVER_ERROR answer, or None after closing."""
+        log.exception(
+            "internal error in api %d v%d from peer=%s", header.api_key, header.api_version, self.peer
+        )
+        response = error_response(header.api_key, header.api_version, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if response is None:
+            self.close("internal error (api has no top-level error code to report it)")
+        return response
 
     def _encode(self, header: RequestHeader, response: dict[str, Any]) -> list[bytes]:
         """Size prefix + response header v0 + body, as chunks (record sets are not copied)."""
@@ -209,6 +269,8 @@ class KafkaConnection(asyncio.Protocol):
         elif not should_pause and self._read_paused:
             self._read_paused = False
             self.transport.resume_reading()
+            if len(self._buf) >= 4:
+                asyncio.get_running_loop().call_soon(self._process_buffer)
 
     def close(self, reason: str | None = None) -> None:
         if self._closing:

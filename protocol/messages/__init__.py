@@ -160,3 +160,20 @@ def encode_response_parts(api_key: int, version: int, obj: dict[str, Any]) -> li
         return fast(version, obj)
     except (KeyError, TypeError, AttributeError, struct.error, UnicodeEncodeError) as exc:
         raise ProtocolError(f"cannot encode response api {api_key} v{version}: {exc}") from None
+
+
+def error_response(api_key: int, version: int, code: int) -> dict[str, Any] | None:
+    """A response carrying `code` in its top-level error_code, everything else empty.
+
+    For answering a request whose handler failed unexpectedly. APIs without a
+    top-level error_code (their errors live per topic or partition) return
+    None: the caller closes the connection instead, and the client retries.
+    """
+    from protocol.messages.samples import example
+
+    schema = _schema("RESPONSE", api_key, version)
+    if "error_code" not in {sc.name for sc in schema.subcons}:
+        return None
+    obj = example(schema, "empty")
+    obj["error_code"] = code
+    return obj

@@ -16,7 +16,7 @@ accepts and that decodes back to an equal object, for one of `VARIANTS`:
 `all_schemas()` lists every (api_key, version, "request"/"response", Struct) in
 `protocol.messages.MODULES`.
 
-Nothing here is used on the broker's request path.
+Only `error_response` (answers to failed requests) uses this outside tests.
 """
 
 from __future__ import annotations

@@ -1,0 +1,72 @@
+"""The Prometheus endpoint, scraped while real clients produce and consume."""
+
+from __future__ import annotations
+
+import urllib.request
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.broker_process import BrokerProcess, free_port
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return out
+
+
+def value(samples: dict, name: str, **labels: str) -> float:  # type: ignore[type-arg]
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def test_metrics_move_with_traffic(tmp_path: Path) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    mport = free_port()
+    proc = BrokerProcess(tmp_path / "data", env={"MINIKAFKA_METRICS_PORT": str(mport)}).start()
+    try:
+        before = scrape(mport)
+        assert value(before, "minikafka_connections") == 0
+        producer = KafkaProducer(bootstrap_servers=proc.bootstrap, linger_ms=5)
+        for i in range(50):
+            producer.send("metered", key=b"k%d" % i, value=b"x" * 100)
+        producer.flush(20)
+        consumer = KafkaConsumer(
+            "metered",
+            bootstrap_servers=proc.bootstrap,
+            group_id=None,
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=5000,
+        )
+        got = sum(1 for _ in consumer)
+        during = scrape(mport)
+        consumer.close()
+        producer.close()
+        assert got == 50
+        assert value(during, "minikafka_topic_records_in_total", topic="metered") == 50
+        assert value(during, "minikafka_topic_records_out_total", topic="metered") >= 50
+        assert value(during, "minikafka_topic_bytes_in_total", topic="metered") > 5000
+        assert value(during, "minikafka_requests_total", api="Produce", version="7") >= 1
+        assert value(during, "minikafka_requests_total", api="Fetch", version="11") >= 1
+        assert value(during, "minikafka_request_latency_seconds_count", api="Produce") >= 1
+        assert value(during, "minikafka_log_end_offset", topic="metered", partition="0") == 50
+        assert value(during, "minikafka_log_size_bytes", topic="metered", partition="0") > 5000
+        assert value(during, "minikafka_connections") >= 1
+        # an error answer is counted with its code: Fetch of an offset past the end
+        from tests.integration.test_wire import fetch
+        from tests.wire import RawClient
+
+        with RawClient(proc.port) as c:
+            assert fetch(c, "metered", 999).error_code == 1
+        after = scrape(mport)
+        assert value(after, "minikafka_request_errors_total", api="Fetch", version="11", error="1") == 1
+    finally:
+        assert proc.stop() == 0, proc.log()
+
+
+def test_metrics_off_by_default(broker: BrokerProcess) -> None:
+    assert "metrics on" not in broker.log()
