@@ -8,6 +8,7 @@ locked by another broker).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
@@ -27,13 +28,31 @@ def broker_parser(prog: str = "minikafka broker") -> argparse.ArgumentParser:
     return p
 
 
+class JsonLines(logging.Formatter):
+    """One JSON object per line: ts, level, logger, msg (and exc with a traceback)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        doc = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}",
+            "level": record.levelname,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        if record.exc_info:
+            doc["exc"] = self.formatException(record.exc_info)
+        return json.dumps(doc)
+
+
+def setup_logging(level: str, fmt: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        JsonLines() if fmt == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    )
+    logging.basicConfig(level=level.upper(), handlers=[handler])
+
+
 def run_broker(argv: list[str], prog: str = "minikafka broker") -> int:
     args = broker_parser(prog).parse_args(argv)
-    logging.basicConfig(
-        level=args.log_level.upper(),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     try:
         config = BrokerConfig.load(
             args.config,
@@ -51,6 +70,7 @@ def run_broker(argv: list[str], prog: str = "minikafka broker") -> int:
     if args.print_config:
         print(config.describe())
         return 0
+    setup_logging(args.log_level, config["log.format"])
 
     import uvloop
 
@@ -70,7 +90,13 @@ USAGE = """usage: minikafka COMMAND [...]
 
 commands:
   broker     run a broker (minikafka broker --help)
-  dump-log   print .log/.index/.timeindex files like kafka-dump-log (minikafka dump-log --help)"""
+  dump-log   print .log/.index/.timeindex files like kafka-dump-log (minikafka dump-log --help)
+  topics     create|list|describe|alter|delete topics
+  produce    send lines from stdin or a file to a topic
+  consume    print the records of a topic
+  groups     list|describe|lag|delete consumer groups, reset-offsets
+  perf       produce|consume throughput tests
+(client commands take --bootstrap-server HOST:PORT, default localhost:9092; see minikafka COMMAND --help)"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,6 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         from storage.dump import main as dump_log
 
         return dump_log(argv[1:])
+    if argv[0] in ("topics", "produce", "consume", "groups", "perf"):
+        from client.cli import main as client_main  # lazy: the broker never imports the client
+
+        return client_main(argv)
     print(f"minikafka: unknown command {argv[0]!r}\n{USAGE}", file=sys.stderr)
     return 2
 

@@ -1,0 +1,96 @@
+"""Value types shared by the producer, consumer and admin client.
+
+All are immutable tuples or frozen dataclasses so they can be used as dict keys
+and passed between the client's I/O thread and the caller's thread freely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+# Timestamp types as Kafka numbers them (RecordBatch attribute bit 3).
+CREATE_TIME = 0
+LOG_APPEND_TIME = 1
+
+Headers = tuple[tuple[str, bytes | None], ...]
+
+
+class TopicPartition(NamedTuple):
+    """A partition of a topic; sorts by (topic, partition) like Kafka's comparator."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+class ConsumerRecord(NamedTuple):
+    """One record as the consumer returns it.
+
+    ``timestamp`` is in ms since the epoch; ``timestamp_type`` is 0 (CreateTime)
+    or 1 (LogAppendTime). ``key`` and ``value`` are bytes (or None for null), or
+    whatever the configured deserializers returned. ``headers`` is a tuple of
+    (str, bytes | None) pairs, empty when the record has none.
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: object
+    value: object
+    headers: Headers
+
+
+class RecordMetadata(NamedTuple):
+    """Where a produced record landed: offset -1 when acks=0 (the broker does not answer)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+
+
+class OffsetAndMetadata(NamedTuple):
+    """A committed offset (the next offset to consume) with its free-form metadata string."""
+
+    offset: int
+    metadata: str = ""
+
+
+class OffsetAndTimestamp(NamedTuple):
+    offset: int
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    """Metadata of one partition; ``error`` is a Kafka error code (0 = none)."""
+
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+    error: int = 0
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """Metadata of one topic; ``partitions`` maps partition index to its info."""
+
+    name: str
+    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+    internal: bool = False
+    error: int = 0
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
