@@ -7,7 +7,7 @@ TEST_STAMP := $(VENV)/.installed-test
 DATA_DIR ?= ./data
 PORT ?= 9092
 
-.PHONY: run test test-all lint format bench fuzz clean
+.PHONY: run test test-all lint format bench fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -44,6 +44,13 @@ bench: $(TEST_STAMP)
 fuzz: $(TEST_STAMP)
 	$(BIN)/pip install -q atheris
 	bash tests/fuzz/run.sh
+
+# Needs a Docker engine (none on the CI machines: tests/integration/test_compose.py checks the file instead).
+compose-up:
+	docker compose up -d --build
+
+compose-down:
+	docker compose down
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

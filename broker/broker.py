@@ -41,7 +41,10 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 def log_defaults(config: BrokerConfig) -> LogConfig:
     """Broker-level `log.*` keys become the default topic configuration."""
-    return LogConfig.from_broker_configs({k: str(v) for k, v in config.values.items()})
+    # Only keys set explicitly: Kafka's precedence (ms over minutes over hours) applies among them.
+    return LogConfig.from_broker_configs(
+        {k: str(v) for k, v in config.values.items() if config.sources[k] != "default"}
+    )
 
 
 class Broker:

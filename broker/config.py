@@ -54,6 +54,13 @@ def _timestamp_type(v: str) -> str:
     return s
 
 
+def _log_format(v: str) -> str:
+    s = v.strip().lower()
+    if s not in ("text", "json"):
+        raise ValueError("expected text or json")
+    return s
+
+
 def _cleanup_policy(v: str) -> str:
     parts = sorted(p.strip() for p in v.split(",") if p.strip())
     if not parts or any(p not in ("delete", "compact") for p in parts):
@@ -79,6 +86,7 @@ KEYS: dict[str, Key] = {
         Key("advertised.host", _str, "", "host clients are told to connect to (default: host)"),
         Key("advertised.port", _int, 0, "port clients are told to connect to (0: the listening port)"),
         Key("metrics.port", _int, 0, "port of the Prometheus /metrics endpoint (0: off)"),
+        Key("log.format", _log_format, "text", "stderr log lines: text or json (one JSON object per line)"),
         Key("metrics.host", _str, "127.0.0.1", "address of the Prometheus endpoint"),
         Key("log.dirs", _str, "./data", "data directory"),
         Key("num.partitions", _int, 1, "partitions of auto-created topics"),
@@ -89,6 +97,9 @@ KEYS: dict[str, Key] = {
         Key("log.index.size.max.bytes", _int, 10485760, "preallocated index size"),
         Key("log.index.interval.bytes", _int, 4096, "bytes between sparse index entries"),
         Key("log.retention.ms", _int, 604800000, "time-based retention (-1: forever)"),
+        Key("log.retention.minutes", _int, 10080, "retention in minutes (log.retention.ms wins if set)"),
+        Key("log.retention.hours", _int, 168, "retention in hours (minutes and ms win if set)"),
+        Key("log.roll.hours", _int, 168, "segment age in hours (log.roll.ms wins if set)"),
         Key("log.retention.bytes", _int, -1, "size-based retention per partition (-1: none)"),
         Key("log.cleanup.policy", _cleanup_policy, "delete", "delete, compact or both"),
         Key("log.message.timestamp.type", _timestamp_type, "CreateTime", "CreateTime or LogAppendTime"),
@@ -191,11 +202,13 @@ class BrokerConfig:
         sources = {k.name: "default" for k in KEYS.values()}
 
         def apply(key: str, raw: Any, source: str) -> None:
-            if key == "listeners":
-                host, _, port = str(raw).rpartition(":")
+            if key in ("listeners", "advertised.listeners"):
+                # PLAINTEXT://host:port[,...]: the first listener; one listener is served
+                host, _, port = str(raw).split(",")[0].strip().rpartition(":")
                 host = host.split("://")[-1]
-                apply("host", host or "0.0.0.0", source)
-                apply("port", port, source)
+                prefix = "advertised." if key.startswith("advertised") else ""
+                apply(prefix + "host", host or ("" if prefix else "0.0.0.0"), source)
+                apply(prefix + "port", port, source)
                 return
             if key not in KEYS:
                 raise ConfigError(f"unknown configuration key {key!r} (from {source})")

@@ -143,6 +143,8 @@ class LogTasks:
 
     async def retention(self) -> None:
         deleted = self.broker.logs.delete_old_segments(_now_ms())
+        if deleted and self.broker.metrics is not None:
+            self.broker.metrics.count_retention(deleted)
         if deleted:
             await self.checkpoint_log_starts()
 
@@ -208,5 +210,7 @@ class LogTasks:
             cleaner.release(job)
             return False
         self.cleanings += 1
+        if self.broker.metrics is not None:
+            self.broker.metrics.count_cleaning()
         await self.write_checkpoint(naming.CLEANER_OFFSET_CHECKPOINT, logs.cleaner_offsets())
         return True

@@ -13,8 +13,8 @@ path pays one `is None` check. Exposed families (all prefixed `minikafka_`):
   connections, parked_fetches, consumer_groups, group_members{group},
   group_lag{group,topic,partition} (high watermark minus committed offset),
   read at scrape time from the broker's own state;
-- log_segments_deleted_total / log_cleaner_runs_total when the storage engine
-  reports retention and cleaner activity (`count_retention`, `count_cleaning`).
+- log_segments_deleted_total, log_cleaner_runs_total: retention and cleaner
+  activity, counted by the background log tasks.
 """
 
 from __future__ import annotations
@@ -116,11 +116,9 @@ class BrokerMetrics:
         self.bytes_out = Counter("minikafka_topic_bytes_out", "bytes fetched", ["topic"], registry=r)
         self.records_out = Counter("minikafka_topic_records_out", "records fetched", ["topic"], registry=r)
         self.segments_deleted = Counter(
-            "minikafka_log_segments_deleted", "segments removed by retention", ["topic"], registry=r
+            "minikafka_log_segments_deleted", "segments removed by retention", registry=r
         )
-        self.cleaner_runs = Counter(
-            "minikafka_log_cleaner_runs", "partitions compacted", ["topic"], registry=r
-        )
+        self.cleaner_runs = Counter("minikafka_log_cleaner_runs", "partition logs compacted", registry=r)
         r.register(_StateCollector(broker))
         self._server: Any = None
 
@@ -152,8 +150,8 @@ class BrokerMetrics:
         self.bytes_out.labels(topic).inc(size)
         self.records_out.labels(topic).inc(records)
 
-    def count_retention(self, topic: str, segments: int) -> None:
-        self.segments_deleted.labels(topic).inc(segments)
+    def count_retention(self, segments: int) -> None:
+        self.segments_deleted.inc(segments)
 
-    def count_cleaning(self, topic: str) -> None:
-        self.cleaner_runs.labels(topic).inc()
+    def count_cleaning(self) -> None:
+        self.cleaner_runs.inc()

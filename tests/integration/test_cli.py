@@ -39,3 +39,13 @@ def test_second_broker_on_same_data_dir_refused(broker: BrokerProcess) -> None:
     res = run_cli("--data-dir", str(broker.data_dir), "--port", "0")
     assert res.returncode == 1
     assert "minikafka: cannot start broker" in res.stderr and "lock" in res.stderr.lower()
+
+
+def test_json_log_lines(tmp_path: Path) -> None:
+    import json
+
+    proc = BrokerProcess(tmp_path / "data", env={"MINIKAFKA_LOG_FORMAT": "json"}).start()
+    assert proc.stop() == 0
+    lines = [json.loads(line) for line in proc.log().splitlines() if line.strip()]
+    assert any("listening on" in doc["msg"] for doc in lines)
+    assert all({"ts", "level", "logger", "msg"} <= set(doc) for doc in lines)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import urllib.request
 from pathlib import Path
 
@@ -70,3 +71,45 @@ def test_metrics_move_with_traffic(tmp_path: Path) -> None:
 
 def test_metrics_off_by_default(broker: BrokerProcess) -> None:
     assert "metrics on" not in broker.log()
+
+
+def test_retention_and_group_metrics(tmp_path: Path) -> None:
+    from kafka import KafkaConsumer
+
+    from protocol.records import Record, build_batch
+    from tests.integration.test_wire import create, produce
+    from tests.wire import RawClient
+
+    mport = free_port()
+    env = {
+        "MINIKAFKA_METRICS_PORT": str(mport),
+        "MINIKAFKA_LOG_RETENTION_CHECK_INTERVAL_MS": "200",
+        "MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+    }
+    proc = BrokerProcess(tmp_path / "data", env=env).start()
+    try:
+        with RawClient(proc.port) as c:
+            create(c, "aging", configs={"retention.ms": "100", "segment.bytes": "1024"})
+            for _ in range(6):
+                produce(c, "aging", build_batch([Record(0, 0, None, b"x" * 600)], base_timestamp=1000))
+        consumer = KafkaConsumer(
+            "aging",
+            bootstrap_servers=proc.bootstrap,
+            group_id="metered-group",
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=3000,
+        )
+        list(consumer)
+        consumer.commit()
+        deadline = time.monotonic() + 10
+        while True:  # retention runs in the background every 200 ms
+            samples = scrape(mport)
+            if value(samples, "minikafka_log_segments_deleted_total") >= 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        consumer.close()
+        assert value(samples, "minikafka_log_segments_deleted_total") >= 1
+        assert value(samples, "minikafka_consumer_groups") >= 1
+        assert ("minikafka_group_members", (("group", "metered-group"),)) in samples
+    finally:
+        assert proc.stop() == 0, proc.log()

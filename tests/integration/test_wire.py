@@ -147,8 +147,14 @@ def list_offset(c: RawClient, topic: str, ts: int) -> Any:
 
 
 def still_serves(port: int) -> None:
+    """A normal client on another connection still produces and consumes."""
     with RawClient(port) as c:
         assert c.request(18, 2, {}).error_code == 0
+        c.request(3, 1, {"topics": [{"name": "alive"}]})  # auto-created on first use
+        sent = produce(c, "alive", batch(b"still here"))
+        assert sent.error_code == 0
+        part = fetch(c, "alive", sent.base_offset)
+        assert decode_batch(part.records)[1][0].value == b"still here"
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])
@@ -202,6 +208,14 @@ def test_header_cut_short_then_eof(broker: BrokerProcess) -> None:
 def test_malformed_body_closes(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:
         c.send(3, 1, struct.pack(">i", 0x7FFFFFFF) + b"\x00" * 10)  # array count far beyond the bytes left
+        assert c.is_closed()
+    still_serves(broker.port)
+
+
+def test_ten_byte_varint_closes(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
+        # ApiVersions v3 (flexible): the compact string length is a 10-byte varint
+        c.send(18, 3, b"\xff" * 9 + b"\x01" + b"x" * 20)
         assert c.is_closed()
     still_serves(broker.port)
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from protocol.errors import ProtocolError
 from protocol.headers import encode_request_header, parse_request_header
 from protocol.messages import MODULES, decode_request, encode_request
 from protocol.records import validate_batches
@@ -35,3 +39,35 @@ def test_captured_frame_round_trips(path: Path) -> None:
         for topic in request.topic_data:
             for part in topic.partition_data:
                 assert validate_batches(part.records)
+
+
+SERVED = [
+    p
+    for p in FRAMES
+    if parse_request_header(p.read_bytes()).api_version
+    in MODULES[parse_request_header(p.read_bytes()).api_key].REQUEST
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(SERVED), st.data())
+def test_mutated_frames_raise_only_protocol_error_and_stay_small(path: Path, data: st.DataObject) -> None:
+    """Client frames with random bytes overwritten, cut or appended: ProtocolError or a request,
+    and the decoder never allocates far beyond the frame (no trusting of counts or lengths)."""
+    frame = bytearray(path.read_bytes())
+    for _ in range(data.draw(st.integers(1, 8))):
+        pos = data.draw(st.integers(0, len(frame) - 1))
+        frame[pos] = data.draw(st.integers(0, 255))
+    if data.draw(st.booleans()):
+        frame = frame[: data.draw(st.integers(10, len(frame)))]
+    tracemalloc.start()
+    try:
+        header = parse_request_header(bytes(frame))
+        if header.api_key in MODULES and header.api_version in MODULES[header.api_key].REQUEST:
+            decode_request(header.api_key, header.api_version, bytes(frame[header.size :]))
+    except ProtocolError:
+        pass
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert peak < 64 * len(frame) + (1 << 20), f"decoder peaked at {peak} bytes for a {len(frame)}-byte frame"

@@ -50,3 +50,30 @@ def test_missing_file() -> None:
 
 def test_parse_properties_separators() -> None:
     assert parse_properties("a=1\nb: 2\n! c\nd = x=y\n") == {"a": "1", "b": "2", "d": "x=y"}
+
+
+def test_retention_units_follow_kafka_precedence(tmp_path: Path) -> None:
+    from broker.broker import log_defaults
+
+    f = tmp_path / "p"
+    f.write_text("log.retention.hours=2\nlog.roll.hours=1\n")
+    cfg = log_defaults(BrokerConfig.load(f))
+    assert cfg.retention_ms == 2 * 3600_000 and cfg.segment_ms == 3600_000
+    f.write_text("log.retention.hours=2\nlog.retention.minutes=5\n")
+    assert log_defaults(BrokerConfig.load(f)).retention_ms == 5 * 60_000
+    f.write_text("log.retention.ms=1234\nlog.retention.hours=2\n")
+    assert log_defaults(BrokerConfig.load(f)).retention_ms == 1234
+
+
+def test_advertised_listeners(tmp_path: Path) -> None:
+    f = tmp_path / "p"
+    f.write_text(
+        "listeners=PLAINTEXT://127.0.0.1:19092\nadvertised.listeners=PLAINTEXT://kafka.example:9093,X://y:1\n"
+    )
+    cfg = BrokerConfig.load(f)
+    assert (cfg["host"], cfg["port"], cfg.advertised_host, cfg["advertised.port"]) == (
+        "127.0.0.1",
+        19092,
+        "kafka.example",
+        9093,
+    )
