@@ -36,15 +36,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.broker_process import BrokerProcess, free_port  # noqa: E402
-
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+from tests.broker_process import BrokerProcess, free_port, rss_mb  # noqa: E402
 
 
 class RssSampler(threading.Thread):

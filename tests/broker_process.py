@@ -13,6 +13,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
+def rss_mb(pid: int) -> float:
+    """Resident set size of a process in MB (Linux /proc)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

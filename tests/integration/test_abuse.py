@@ -20,19 +20,12 @@ import pytest
 from protocol.headers import encode_request_header
 from protocol.messages import encode_request
 from protocol.records import Record, build_batch
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, rss_mb
 from tests.integration.test_wire import create, fetch_request, produce
 from tests.wire import RawClient
 
 RSS_BOUND_MB = 400
 
-
-def rss_mb(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def garbage(rng: random.Random) -> bytes:
