@@ -27,7 +27,6 @@ from tests.wire import RawClient
 RSS_BOUND_MB = 400
 
 
-
 def garbage(rng: random.Random) -> bytes:
     kind = rng.randrange(5)
     if kind == 0:
