@@ -23,7 +23,7 @@ from typing import Any
 
 from client._loop import LoopThread
 from client.assignors import decode_assignment
-from client.cluster import Cluster
+from client.cluster import Cluster, list_offsets_body
 from client.config import admin_config
 from client.errors import (
     COORDINATOR_CODES,
@@ -388,14 +388,7 @@ class AIOAdminClient:
                     by_node[leader].append(tp)
             retry: object = None
             for node, tps in by_node.items():
-                topics: dict[str, list[dict[str, int]]] = collections.defaultdict(list)
-                for tp in tps:
-                    topics[tp.topic].append({"partition_index": tp.partition, "timestamp": left[tp]})
-                body = {
-                    "replica_id": -1,
-                    "isolation_level": 1 if read_committed else 0,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
-                }
+                body = list_offsets_body(tps, left, read_committed)
                 try:
                     resp = await self.cluster.send(node, LIST_OFFSETS, body)
                 except (KafkaConnectionError, KafkaTimeoutError) as exc:

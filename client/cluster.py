@@ -19,11 +19,12 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from client.connection import BrokerConnection
@@ -338,3 +339,21 @@ class Cluster:
         for conn in list(self._conns.values()):
             conn.close()
         self._conns.clear()
+
+
+def list_offsets_body(
+    tps: Iterable[TopicPartition], timestamps: Mapping[TopicPartition, int], read_committed: bool
+) -> dict[str, Any]:
+    """A ListOffsets v1-3 request body asking for ``timestamps[tp]`` of each partition in ``tps``.
+
+    Timestamps: -2 earliest, -1 latest, else the first offset at or after that time.
+    Shared by the consumer (position resets, offsets_for_times) and the admin client.
+    """
+    by_topic: dict[str, list[dict[str, int]]] = collections.defaultdict(list)
+    for tp in tps:
+        by_topic[tp.topic].append({"partition_index": tp.partition, "timestamp": timestamps[tp]})
+    return {
+        "replica_id": -1,
+        "isolation_level": 1 if read_committed else 0,
+        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    }

@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from client._loop import LoopThread, call_in_caller
-from client.cluster import Cluster
+from client.cluster import Cluster, list_offsets_body
 from client.config import consumer_config
 from client.errors import (
     METADATA_CODES,
@@ -552,14 +552,7 @@ class AIOConsumer:
                     by_node[leader].append(tp)
             last_error: object = None
             for node, tps in by_node.items():
-                by_topic: dict[str, list[dict[str, int]]] = collections.defaultdict(list)
-                for tp in tps:
-                    by_topic[tp.topic].append({"partition_index": tp.partition, "timestamp": left[tp]})
-                body = {
-                    "replica_id": -1,
-                    "isolation_level": 1 if self._read_committed else 0,
-                    "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-                }
+                body = list_offsets_body(tps, left, self._read_committed)
                 try:
                     resp = await self.cluster.send(node, LIST_OFFSETS, body)
                 except KafkaError as exc:
