@@ -146,9 +146,6 @@ def consume(bootstrap: str, topic: str, n: int, partitions: int) -> tuple[float,
     return n / (end - first), first - start
 
 
-SELF_PRINTING = {"groups", "client"}  # suites whose run() prints its own table
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(prog="make bench")
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -169,11 +166,7 @@ def main() -> None:
     for name in suites:
         if name != "broker":
             print(f"\n== bench.{name}", flush=True)
-            rows = importlib.import_module(f"bench.{name}").run()
-            if name not in SELF_PRINTING:
-                width = max(len(label) for label, _, _ in rows)
-                for label, value, unit in rows:
-                    print(f"{label:<{width}}  {value:>14,.3f} {unit}")
+            importlib.import_module(f"bench.{name}").run()  # each suite prints its own table
 
 
 def broker_suite(args: argparse.Namespace) -> None:

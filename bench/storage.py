@@ -208,7 +208,7 @@ def run(
     cleaner_keys: int = 100_000,
     data_dir: str | None = None,
 ) -> list[Row]:
-    """Run the three storage benchmarks; ``[(name, value, unit), ...]``."""
+    """Run the three storage benchmarks, print a table; returns ``[(name, value, unit), ...]``."""
     base = Path(tempfile.mkdtemp(prefix="bench-storage-", dir=data_dir))
     try:
         rows = bench_lookups(base, small, large, lookups, segment_bytes)
@@ -216,9 +216,12 @@ def run(
             base, recovery_bytes, recovery_tail_bytes, recovery_segment_bytes, full_scan_baseline
         )
         rows += bench_cleaner(base, cleaner_bytes, cleaner_keys)
-        return rows
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    width = max(len(name) for name, _, _ in rows)
+    for name, value, unit in rows:
+        print(f"{name:<{width}}  {value:>12,.3f} {unit}")
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cleaner-mb", type=int, default=64)
     args = p.parse_args(argv)
     if args.quick:
-        rows = run(
+        run(
             small=20_000,
             large=1_000_000,
             lookups=500,
@@ -242,15 +245,12 @@ def main(argv: list[str] | None = None) -> int:
             cleaner_keys=5_000,
         )
     else:
-        rows = run(
+        run(
             small=args.small,
             large=args.large,
             recovery_bytes=args.recovery_mb * 2**20,
             cleaner_bytes=args.cleaner_mb * 2**20,
         )
-    width = max(len(name) for name, _, _ in rows)
-    for name, value, unit in rows:
-        print(f"{name:<{width}}  {value:>12,.3f} {unit}")
     return 0
 
 
