@@ -83,7 +83,7 @@ def _answer(responses: list[dict[str, Any]]) -> dict[str, Any]:
 
 def handle(ctx: RequestContext, req: Any) -> Any:
     responses, total = _read(ctx.broker, req)
-    if total >= req.min_bytes or req.max_wait_ms <= 0 or total > 0 and req.min_bytes <= 1:
+    if total >= req.min_bytes or req.max_wait_ms <= 0:
         return _answer(responses)
     return _long_poll(ctx.broker, req)
 
