@@ -11,7 +11,8 @@ Behavior:
 - fetch_offset outside [log start offset, high watermark]: OFFSET_OUT_OF_RANGE.
 - Long poll: fewer than min_bytes ready and max_wait_ms > 0 parks the fetch on
   its partitions until an append wakes it or max_wait_ms passes; then it is
-  answered with whatever is there. Shutdown answers parked fetches at once.
+  answered with whatever is there. A partition error (out of range, unknown
+  partition) is answered at once, as Kafka does. Shutdown answers parked fetches at once.
 - last_stable_offset = high watermark and an empty aborted-transactions list
   (no transactions yet), which read_committed consumers need.
 Version notes: v7+ answer session_id 0 (no incremental fetch sessions) and
@@ -47,9 +48,11 @@ def _partition(index: int, code: int, hw: int = -1, start: int = -1, records: by
     }
 
 
-def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int]:
+def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
+    """(topic responses, record bytes in them, whether any partition answers an error)."""
     budget = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
     total = 0
+    errored = False
     responses = []
     for topic in req.topics:
         parts = []
@@ -73,8 +76,9 @@ def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int]:
                 parts.append(_partition(p.partition, 0, hw, start, records))
             except KafkaError as exc:
                 parts.append(_partition(p.partition, exc.code))
+                errored = True
         responses.append({"topic": topic.topic, "partitions": parts})
-    return responses, total
+    return responses, total, errored
 
 
 def _answer(responses: list[dict[str, Any]]) -> dict[str, Any]:
@@ -82,8 +86,8 @@ def _answer(responses: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
-    responses, total = _read(ctx.broker, req)
-    if total >= req.min_bytes or req.max_wait_ms <= 0:
+    responses, total, errored = _read(ctx.broker, req)
+    if errored or total >= req.min_bytes or req.max_wait_ms <= 0:
         return _answer(responses)
     return _long_poll(ctx.broker, req)
 
@@ -101,8 +105,8 @@ async def _long_poll(broker: Broker, req: Any) -> dict[str, Any]:
                 pass
             finally:
                 broker.unpark(fut, tps)
-        responses, total = _read(broker, req)
-        if total >= req.min_bytes or time.monotonic() >= deadline or broker.shutting_down:
+        responses, total, errored = _read(broker, req)
+        if errored or total >= req.min_bytes or time.monotonic() >= deadline or broker.shutting_down:
             return _answer(responses)
 
 

@@ -318,6 +318,10 @@ def test_fetch_long_poll_wakes_on_produce(broker: BrokerProcess) -> None:
         part = c.recv(1, 11, cid).responses[0].partitions[0]
         assert 0.25 < time.monotonic() - started < 5
         assert decode_batch(part.records)[1][0].value == b"wake"
+        # a partition error is answered at once, not after max_wait_ms
+        started = time.monotonic()
+        assert fetch(c, "lp", 99, max_wait=10_000).error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+        assert time.monotonic() - started < 2
         # nothing arrives: answered empty after max_wait_ms
         started = time.monotonic()
         empty = fetch(c, "lp", 1, max_wait=300)
