@@ -50,7 +50,7 @@ from client.errors import (
     error_for,
 )
 from client.group import GroupMember
-from client.records import decode_record_set, next_fetch_offset
+from client.records import RecordColumns, columns_to_records, decode_record_columns, next_fetch_offset
 from client.types import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 from protocol.errors import ErrorCode, ProtocolError
 
@@ -452,23 +452,8 @@ class AIOConsumer:
                 st.buffered -= len(done.raw)
                 if done.epoch != st.epoch:
                     continue
-                try:
-                    records, nxt = decode_record_set(
-                        done.raw,
-                        tp.topic,
-                        tp.partition,
-                        min_offset=st.position,
-                        check_crcs=self._check_crcs,
-                        read_committed=self._read_committed,
-                        aborted=done.aborted,
-                    )
-                except ProtocolError as exc:
-                    st.discard()
-                    st.fetch_offset = st.position  # fetch it again (and fail again) until the caller seeks
-                    raise KafkaError(
-                        f"corrupt record set fetched for {tp} at offset {st.position}: {exc} "
-                        "(seek past it to continue)"
-                    ) from None
+                cols, nxt = self._decode_columns(tp, st, done)
+                records = [] if cols is None else columns_to_records(cols, tp.topic, tp.partition)
                 st.records = records
                 st.index = 0
                 st.next_after = nxt
@@ -487,6 +472,78 @@ class AIOConsumer:
                 for r in out
             )
         return out
+
+    async def poll_columns(self, timeout: float = 0.0) -> list[tuple[TopicPartition, RecordColumns]]:
+        """Fetched records as columns, one `RecordColumns` per fetched record set, waiting up to ``timeout`` s.
+
+        The columnar twin of `poll` for bulk readers (the Spark data source):
+        each assigned partition gives at most one record set per call, decoded
+        in one vectorised pass and never turned into per-record objects;
+        positions advance past everything returned. Records that an earlier
+        `poll` decoded but did not return are fetched again. Raises what
+        `poll` raises.
+        """
+        self._ensure_open()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.cluster.stale:
+                self._refresh_metadata_bg()
+            await self._update_positions()
+            out: list[tuple[TopicPartition, RecordColumns]] = []
+            for tp, st in self._assigned.items():
+                if st.error is not None:
+                    err, st.error = st.error, None
+                    raise err
+                if st.paused or st.position is None:
+                    continue
+                if st.index < len(st.records):
+                    st.discard()
+                    st.fetch_offset = st.position
+                    continue
+                while st.completed:
+                    done = st.completed.popleft()
+                    st.buffered -= len(done.raw)
+                    if done.epoch != st.epoch:
+                        continue
+                    cols, nxt = self._decode_columns(tp, st, done)
+                    st.position = max(st.position, nxt)
+                    if cols is not None:
+                        out.append((tp, cols))
+                        break
+            self._wake_fetcher()
+            if out:
+                return out
+            left = deadline - time.monotonic()
+            if left <= 0 or self._closed:
+                return out
+            await self._wait(left)
+
+    def _decode_columns(
+        self, tp: TopicPartition, st: _PartitionState, done: _Completed
+    ) -> tuple[RecordColumns | None, int]:
+        """Decode a fetched record set from ``st.position`` on; None when nothing at or past it."""
+        assert st.position is not None
+        try:
+            cols, nxt = decode_record_columns(
+                done.raw,
+                tp.topic,
+                tp.partition,
+                min_offset=st.position,
+                check_crcs=self._check_crcs,
+                read_committed=self._read_committed,
+                aborted=done.aborted,
+            )
+        except ProtocolError as exc:
+            st.discard()
+            st.fetch_offset = st.position  # fetch it again (and fail again) until the caller seeks
+            raise KafkaError(
+                f"corrupt record set fetched for {tp} at offset {st.position}: {exc} "
+                "(seek past it to continue)"
+            ) from None
+        if cols is not None:
+            lo = cols.index_of(st.position)
+            cols = cols.select(lo, len(cols)) if lo < len(cols) else None
+        return cols, nxt
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self._iterate()
@@ -1015,6 +1072,12 @@ class Consumer:
         if self._closed:
             raise ClientClosedError("consumer is closed")
         return self._lt.run(self._core.poll(timeout, max_records))
+
+    def poll_columns(self, timeout: float = 0.0) -> list[tuple[TopicPartition, RecordColumns]]:
+        """Fetched records as columns (see `AIOConsumer.poll_columns`)."""
+        if self._closed:
+            raise ClientClosedError("consumer is closed")
+        return self._lt.run(self._core.poll_columns(timeout))
 
     def __iter__(self) -> Iterator[ConsumerRecord]:
         while not self._closed:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import repeat
 
 import numpy as np
@@ -278,6 +279,67 @@ def next_fetch_offset(buf: bytes | memoryview, start: int) -> int:
     return nxt
 
 
+@dataclass(frozen=True, slots=True)
+class RecordColumns:
+    """The records of one partition's record set, column by column, in offset order.
+
+    ``data`` holds the (decompressed) records sections of the batches back to
+    back; every other field is a numpy int64 array with one entry per record.
+    Key i is ``data[key_start[i] : key_start[i] + key_len[i]]`` (``key_len`` -1:
+    null key), values likewise. ``timestamp_types`` is None when every record is
+    CreateTime (0). Records with ``header_count[i] > 0`` have their headers in
+    ``data[header_start[i] : ends[i]]``; `headers` decodes them.
+    """
+
+    data: bytes
+    offsets: np.ndarray
+    timestamps: np.ndarray
+    timestamp_types: np.ndarray | None
+    key_start: np.ndarray
+    key_len: np.ndarray
+    value_start: np.ndarray
+    value_len: np.ndarray
+    header_start: np.ndarray
+    header_count: np.ndarray
+    ends: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0])
+
+    def select(self, lo: int, hi: int) -> RecordColumns:
+        """Records lo..hi-1 (indexes, not offsets); ``data`` is shared, not copied."""
+        return RecordColumns(
+            self.data,
+            *(None if a is None else a[lo:hi] for a in _array_fields(self)),
+        )
+
+    def index_of(self, offset: int) -> int:
+        """Index of the first record at ``offset`` or later (``len(self)`` when there is none)."""
+        return int(np.searchsorted(self.offsets, offset, side="left"))
+
+    def headers(self) -> list[Headers]:
+        """Each record's headers, () for a record without any (per-record Python work only for those)."""
+        has = self.header_count != 0
+        if not has.any():
+            return [()] * len(self)
+        return _headers(self.data, self.header_start, self.ends, has, self.header_count)
+
+
+def _array_fields(cols: RecordColumns) -> tuple[np.ndarray | None, ...]:
+    return (
+        cols.offsets,
+        cols.timestamps,
+        cols.timestamp_types,
+        cols.key_start,
+        cols.key_len,
+        cols.value_start,
+        cols.value_len,
+        cols.header_start,
+        cols.header_count,
+        cols.ends,
+    )
+
+
 def decode_record_set(
     buf: bytes,
     topic: str,
@@ -291,12 +353,47 @@ def decode_record_set(
 ) -> tuple[list[ConsumerRecord], int]:
     """Decode one partition's fetched record set into records at offsets >= ``min_offset``.
 
-    Returns (records, next_offset): ``next_offset`` is the offset after the last
-    complete batch (a trailing partial batch, which brokers may send, is
-    ignored). Control batches are always skipped. With ``read_committed``,
+    Returns (records, next_offset); see `decode_record_columns` for the rules.
+    """
+    cols, next_offset = decode_record_columns(
+        buf,
+        topic,
+        partition,
+        min_offset=min_offset,
+        check_crcs=check_crcs,
+        read_committed=read_committed,
+        aborted=aborted,
+        max_decompressed=max_decompressed,
+    )
+    if cols is None:
+        return [], next_offset
+    lo = cols.index_of(min_offset)
+    if lo:
+        cols = cols.select(lo, len(cols))
+    return columns_to_records(cols, topic, partition), next_offset
+
+
+def decode_record_columns(
+    buf: bytes,
+    topic: str,
+    partition: int,
+    *,
+    min_offset: int = 0,
+    check_crcs: bool = True,
+    read_committed: bool = False,
+    aborted: Sequence[tuple[int, int]] = (),
+    max_decompressed: int = 256 * 1024 * 1024,
+) -> tuple[RecordColumns | None, int]:
+    """Decode one partition's fetched record set into columns (None when no batch has records to give).
+
+    Returns (columns, next_offset): ``next_offset`` is the offset after the
+    last complete batch (a trailing partial batch, which brokers may send, is
+    ignored). Batches wholly below ``min_offset`` are skipped; the first
+    batch kept may still start below it (`RecordColumns.index_of` trims).
+    Control batches are always skipped. With ``read_committed``,
     transactional batches of producers listed in ``aborted`` (producer id,
-    first offset) are skipped from that first offset up to the producer's abort
-    marker, as Kafka's consumers do.
+    first offset) are skipped from that first offset up to the producer's
+    abort marker, as Kafka's consumers do.
     """
     batches = _Batches()
     next_offset = min_offset
@@ -364,17 +461,14 @@ def decode_record_set(
                 next_offset = batch_next
             pos = end
         if not batches.counts:
-            return [], next_offset
+            return None, next_offset
         data = b"".join(batches.payloads) + _PAD
         batches.payloads.clear()  # release views of buf before the memoryview closes
     try:
-        records = _decode_columns(data, len(data) - len(_PAD), batches, topic, partition)
+        cols = _decode_columns(data, len(data) - len(_PAD), batches, topic, partition)
     except IndexError:
         raise ProtocolError(f"record lengths overrun a batch of {topic}-{partition}") from None
-    if records and records[0].offset < min_offset:
-        lo = _first_at_or_after(records, min_offset)
-        records = records[lo:]
-    return records, next_offset
+    return cols, next_offset
 
 
 def _is_abort_marker(buf: bytes, start: int, end: int, attributes: int) -> bool:
@@ -395,17 +489,6 @@ def _is_abort_marker(buf: bytes, start: int, end: int, attributes: int) -> bool:
     except (ProtocolError, struct.error):
         return False
     return kind == 0
-
-
-def _first_at_or_after(records: list[ConsumerRecord], offset: int) -> int:
-    lo, hi = 0, len(records)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if records[mid].offset < offset:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 def _vvarint(arr: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -485,9 +568,7 @@ def _record_bounds(arr: np.ndarray, data: bytes, n: int, total: int) -> tuple[np
     return starts, lengths
 
 
-def _decode_columns(
-    data: bytes, n: int, batches: _Batches, topic: str, partition: int
-) -> list[ConsumerRecord]:
+def _decode_columns(data: bytes, n: int, batches: _Batches, topic: str, partition: int) -> RecordColumns:
     total = sum(batches.counts)
     if total > n // 7:
         raise ProtocolError(f"{total} records cannot fit in {n} bytes")
@@ -516,20 +597,30 @@ def _decode_columns(
     counts = np.array(batches.counts, dtype=np.int64)
     offsets = np.repeat(np.array(batches.base_offsets, dtype=np.int64), counts) + offset_delta
     timestamps = np.repeat(np.array(batches.base_timestamps, dtype=np.int64), counts) + ts_delta
+    ts_types = None
     if batches.log_append:
         append = np.repeat(np.array(batches.append_times, dtype=np.int64), counts)
-        ts_type = (append >= 0).astype(np.int64)
+        ts_types = (append >= 0).astype(np.int64)
         timestamps = np.where(append >= 0, append, timestamps)
-        ts_types: object = ts_type.tolist()
-    else:
-        ts_types = repeat(0)
+    if total > 1 and (np.diff(offsets) <= 0).any():
+        raise ProtocolError(f"record offsets do not increase in a record set of {topic}-{partition}")
+    return RecordColumns(
+        data,
+        offsets,
+        timestamps,
+        ts_types,
+        key_start,
+        key_len,
+        value_start,
+        value_len,
+        p,
+        header_count,
+        ends,
+    )
 
-    keys = _slices(data, key_start, key_len)
-    values = _slices(data, value_start, value_len)
-    if has_headers.any():
-        headers: object = _headers(data, p, ends, has_headers, header_count)
-    else:
-        headers = repeat(())
+
+def columns_to_records(cols: RecordColumns, topic: str, partition: int) -> list[ConsumerRecord]:
+    ts_types: object = repeat(0) if cols.timestamp_types is None else cols.timestamp_types.tolist()
     return list(
         map(
             tuple.__new__,
@@ -537,12 +628,12 @@ def _decode_columns(
             zip(
                 repeat(topic),
                 repeat(partition),
-                offsets.tolist(),
-                timestamps.tolist(),
+                cols.offsets.tolist(),
+                cols.timestamps.tolist(),
                 ts_types,
-                keys,
-                values,
-                headers,
+                _slices(cols.data, cols.key_start, cols.key_len),
+                _slices(cols.data, cols.value_start, cols.value_len),
+                cols.headers(),
             ),
         )
     )
