@@ -356,8 +356,18 @@ class AIOProducer:
 
     # -- sending -------------------------------------------------------------------------------------
 
-    async def partitions_for(self, topic: str) -> list[int]:
-        n = await self._partition_count(topic)
+    async def partitions_for(self, topic: str, *, fail_unknown: bool = False) -> list[int]:
+        """The partitions of ``topic``, waiting up to max.block.ms for its metadata.
+
+        With ``fail_unknown``, a broker answer of UNKNOWN_TOPIC_OR_PARTITION (the
+        topic does not exist and the broker does not create topics on use)
+        raises at once instead of waiting for someone else to create it.
+        """
+        n = self.cluster.partition_count(topic)
+        if n is None:
+            n = await self.cluster.wait_for_topic(
+                topic, self.config["max.block.ms"] / 1000, fail_unknown=fail_unknown
+            )
         return list(range(n))
 
     async def _partition_count(self, topic: str) -> int:
@@ -996,8 +1006,8 @@ class Producer:
 
     produce = send
 
-    def partitions_for(self, topic: str) -> list[int]:
-        return self._lt.run(self._core.partitions_for(topic))
+    def partitions_for(self, topic: str, *, fail_unknown: bool = False) -> list[int]:
+        return self._lt.run(self._core.partitions_for(topic, fail_unknown=fail_unknown))
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered and wait for every acknowledgement."""

@@ -133,9 +133,13 @@ def _valid_list(table: Mapping[str, str], prefix: str) -> str:
     return ", ".join(sorted(table.values())) + f", kafka.<{prefix} setting>"
 
 
+# Options Spark itself passes along with the user's (a streaming sink's checkpoint, an empty path).
+_SPARK_OWN = {"path", "checkpointlocation"}
+
+
 def _lower(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    """Options keyed by lower-cased name (Spark's empty ``path`` dropped), and each name as given."""
-    opts = {str(k).lower(): str(v) for k, v in options.items() if str(k).lower() != "path" or v}
+    """Options keyed by lower-cased name (without Spark's own), and each name as given."""
+    opts = {str(k).lower(): str(v) for k, v in options.items() if str(k).lower() not in _SPARK_OWN}
     return opts, {str(k).lower(): str(k) for k in options}
 
 

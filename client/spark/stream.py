@@ -20,7 +20,9 @@ checkpoint, so a restarted query continues exactly where it stopped.
   on executors by `client.spark.reader.read_range`.
 - `commit(end)`: with ``kafka.group.id`` (or ``groupIdPrefix``: a group named
   ``<prefix>-<random>``), commits ``end`` to that consumer group so
-  ``minikafka groups lag`` shows how far the query is behind.
+  ``minikafka groups lag`` shows how far the query is behind. Spark commits a
+  micro-batch's offsets to the source when it starts the next micro-batch, so
+  the group trails the query by one micro-batch.
 """
 
 from __future__ import annotations
@@ -61,6 +63,15 @@ except ImportError:  # pragma: no cover - pyspark 4.0 / 4.1
         """Stand-in: before 4.2 Spark runs Trigger.AvailableNow as one batch up to the latest offsets."""
 
     ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
+
+
+# Consumer settings an admin client understands too (connection and timeouts), for the committer.
+_ADMIN_SETTINGS = {
+    "request.timeout.ms",
+    "default.api.timeout.ms",
+    "reconnect.backoff.ms",
+    "reconnect.backoff.max.ms",
+}
 
 
 def to_json(offsets: Offsets) -> dict[str, dict[str, int]]:
@@ -153,27 +164,30 @@ class MiniKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def commit(self, end: dict[str, Any]) -> None:
         if self.group_id is None:
             return
-        if self._committer is None:
-            from client.consumer import Consumer
-
-            self._committer = Consumer(
-                {
-                    "client.id": "minikafka-spark-stream-committer",
-                    **self.ro.consumer,
-                    "bootstrap.servers": self.ro.bootstrap,
-                    "group.id": self.group_id,
-                    "enable.auto.commit": False,
-                }
-            )
+        from client.admin import AdminClient
         from client.types import TopicPartition
 
+        if self._committer is None:
+            config = {k: v for k, v in self.ro.consumer.items() if k in _ADMIN_SETTINGS}
+            self._committer = AdminClient(
+                {
+                    "client.id": "minikafka-spark-stream-committer",
+                    **config,
+                    "bootstrap.servers": self.ro.bootstrap,
+                }
+            )
+        offsets = {TopicPartition(t, p): off for (t, p), off in from_json(end).items()}
         try:
-            self._committer.commit({TopicPartition(t, p): off for (t, p), off in from_json(end).items()})
+            errors = self._committer.alter_consumer_group_offsets(self.group_id, offsets)
+            failed = {str(tp): str(err) for tp, err in errors.items() if err is not None}
+            if failed:
+                log.warning("committing offsets to group %s failed for %s", self.group_id, failed)
         except Exception as exc:  # the query goes on: the group's offsets only report progress
             log.warning("committing offsets to group %s failed: %s", self.group_id, exc)
 
     def stop(self) -> None:
-        for client in (self._consumer, self._committer):
-            if client is not None:
-                client.close(autocommit=False)
+        if self._consumer is not None:
+            self._consumer.close(autocommit=False)
+        if self._committer is not None:
+            self._committer.close()
         self._consumer = self._committer = None

@@ -112,11 +112,21 @@ def send_all(wo: WriteOptions, rows: Iterable[dict[str, Any]]) -> WriteResult:
             failures.append(err)
 
     sent = 0
+    known: set[str] = set()
     try:
         for row in rows:
             topic = wo.topic or row.get("topic")
             if not topic:
                 raise MiniKafkaOptionError(f"row {sent} has a null topic and no topic option is set")
+            if topic not in known:
+                try:
+                    producer.partitions_for(topic, fail_unknown=True)
+                except KafkaError as exc:
+                    raise RuntimeError(
+                        f"cannot write to topic {topic!r} on {wo.bootstrap}: {exc} (create the topic "
+                        "first, or enable auto.create.topics.enable on the broker)"
+                    ) from None
+                known.add(topic)
             headers = row.get("headers")
             try:
                 producer.send(

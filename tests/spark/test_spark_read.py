@@ -4,27 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import shutil
-import sys
 from collections.abc import Iterator
 
 import pytest
+from pyspark.sql import SparkSession
 
-pytest.importorskip("pyspark")
-pytest.importorskip("pyarrow")
-if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-    if os.environ.get("CI"):
-        pytest.fail("Java 17+ is needed for the PySpark tests (apt-get install openjdk-17-jre-headless)")
-    pytest.skip("no Java runtime: apt-get install openjdk-17-jre-headless", allow_module_level=True)
-
-from pyspark.sql import SparkSession  # noqa: E402
-
-from client.admin import AdminClient, NewTopic  # noqa: E402
-from client.spark import MiniKafkaDataSource, split_ranges  # noqa: E402
-from client.types import TopicPartition  # noqa: E402
-from tests.broker_process import REPO, BrokerProcess, free_port  # noqa: E402
-from tests.compat.clients import BASE_TS, Message, produce_confluent  # noqa: E402
+from client.admin import AdminClient, NewTopic
+from client.spark import DataLossError, split_ranges
+from client.spark.options import parse_read_options
+from client.spark.reader import MiniKafkaInputPartition, read_range
+from client.types import TopicPartition
+from tests.broker_process import BrokerProcess, free_port
+from tests.compat.clients import BASE_TS, Message, produce_confluent
+from tests.spark.conftest import create_topics, stop_broker
 
 # pyspark 4.0's collect() leaves its local result socket to the garbage collector (fixed in later releases).
 pytestmark = [
@@ -53,11 +45,7 @@ def _messages(partition: int) -> list[Message]:
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     proc = BrokerProcess(tmp_path_factory.mktemp("spark") / "data").start()
     try:
-        with AdminClient({"bootstrap.servers": proc.bootstrap}) as admin:
-            result = admin.create_topics(
-                [NewTopic(TOPIC, PARTITIONS, 1), NewTopic("other-a", 2, 1), NewTopic("other-b", 1, 1)]
-            )
-            assert all(err is None for err in result.values()), result
+        create_topics(proc.bootstrap, **{TOPIC: PARTITIONS, "other-a": 2, "other-b": 1})
         for p in range(PARTITIONS):
             produce_confluent(proc.bootstrap, TOPIC, p, _messages(p), "lz4" if p % 2 else None)
         produce_confluent(proc.bootstrap, "other-a", 0, [Message(b"a", b"0")], None)
@@ -65,30 +53,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         produce_confluent(proc.bootstrap, "other-b", 0, [Message(b"b", b"0")], None)
         yield proc
     finally:
-        code = proc.stop()
-        assert code == 0, f"broker exited with {code}:\n{proc.log()}"
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("minikafka-spark-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(MiniKafkaDataSource)
-    try:
-        yield session
-    finally:
-        session.stop()
+        stop_broker(proc)
 
 
 def _reader(spark: SparkSession, broker: BrokerProcess, **options: str):
@@ -242,3 +207,103 @@ def test_unreachable_broker_fails_clearly(spark: SparkSession) -> None:
     )
     with pytest.raises(Exception, match="cannot connect to 127.0.0.1"):
         reader.load().collect()
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_every_codec_reads_back_exactly(spark: SparkSession, broker: BrokerProcess, codec: str) -> None:
+    topic = f"codec-{codec}"
+    create_topics(broker.bootstrap, **{topic: 2})
+    sent = {
+        p: [
+            Message(b"k%d" % i, b"%s-%d-%d" % (codec.encode(), p, i) * 3, (), BASE_TS + i) for i in range(300)
+        ]
+        for p in range(2)
+    }
+    for p, msgs in sent.items():
+        produce_confluent(broker.bootstrap, topic, p, msgs, codec)
+    rows = _reader(spark, broker, subscribe=topic).load().collect()
+    got = {(r.partition, r.offset): (r.key, r.value, r.timestamp) for r in rows}
+    assert got == {
+        (p, i): (m.key, m.value, _ts(m.timestamp)) for p, msgs in sent.items() for i, m in enumerate(msgs)
+    }
+
+
+def test_timestamp_bounds(spark: SparkSession, broker: BrokerProcess) -> None:
+    # partition p holds timestamps BASE_TS + p * 1000 + i for i < 40
+    start = BASE_TS + 2020
+    with pytest.raises(Exception, match="no record of events-0 has a timestamp at or after"):
+        _reader(spark, broker, subscribe=TOPIC, startingTimestamp=str(start)).load().collect()
+    df = _reader(
+        spark,
+        broker,
+        subscribe=TOPIC,
+        startingTimestamp=str(start),
+        startingOffsetsByTimestampStrategy="latest",
+        endingTimestamp=str(BASE_TS + 5010),
+    ).load()
+    got = {(r.partition, r.offset) for r in df.select("partition", "offset").collect()}
+    expected = set()
+    for p in range(PARTITIONS):
+        lo = min(max(start - BASE_TS - p * 1000, 0), PER_PARTITION)
+        hi = min(max(BASE_TS + 5010 - BASE_TS - p * 1000, 0), PER_PARTITION)
+        expected |= {(p, o) for o in range(lo, max(lo, hi))}
+    assert got == expected
+
+    by_ts = {TOPIC: {str(p): BASE_TS + p * 1000 + 30 for p in range(PARTITIONS)}}
+    ends = {TOPIC: {str(p): BASE_TS + p * 1000 + 35 for p in range(PARTITIONS)}}
+    df = _reader(
+        spark,
+        broker,
+        subscribe=TOPIC,
+        startingOffsetsByTimestamp=json.dumps(by_ts),
+        endingOffsetsByTimestamp=json.dumps(ends),
+    ).load()
+    got = sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
+    assert got == [(p, o) for p in range(PARTITIONS) for o in range(30, 35)]
+
+
+def test_max_records_per_partition(spark: SparkSession, broker: BrokerProcess) -> None:
+    df = _reader(spark, broker, assign=json.dumps({TOPIC: [1]}), maxRecordsPerPartition="15").load()
+    assert df.rdd.getNumPartitions() == 3  # 40 records: 13 + 13 + 14
+    assert sorted(r.offset for r in df.select("offset").collect()) == list(range(PER_PARTITION))
+    # then minPartitions splits again: each piece gets round_half_up(13.3 / 40 * 8) = 3 parts
+    df = _reader(
+        spark, broker, assign=json.dumps({TOPIC: [1]}), maxRecordsPerPartition="15", minPartitions="8"
+    ).load()
+    assert df.rdd.getNumPartitions() == 9
+    assert df.count() == PER_PARTITION
+
+
+def test_records_deleted_inside_a_planned_range(broker: BrokerProcess) -> None:
+    """The executor side: a range planned before DeleteRecords moved the log start into it."""
+    create_topics(broker.bootstrap, trimmed2=1)
+    produce_confluent(broker.bootstrap, "trimmed2", 0, [Message(None, b"%d" % i) for i in range(10)], None)
+    with AdminClient({"bootstrap.servers": broker.bootstrap}) as admin:
+        assert admin.delete_records({TopicPartition("trimmed2", 0): 4}) == {TopicPartition("trimmed2", 0): 4}
+    part = MiniKafkaInputPartition("trimmed2", 0, 0, 8)
+    options = {"kafka.bootstrap.servers": broker.bootstrap, "subscribe": "trimmed2"}
+    with pytest.raises(DataLossError, match="offsets 0..3 of trimmed2-0 were deleted"):
+        list(read_range(parse_read_options(options, streaming=False), part))
+    lenient = parse_read_options({**options, "failOnDataLoss": "false"}, streaming=False)
+    batches = list(read_range(lenient, part))
+    assert [v for b in batches for v in b.column("value").to_pylist()] == [b"%d" % i for i in range(4, 8)]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"subscribe": TOPIC, "maxOffsetsPerTrigger": "10"}, "apply to streaming queries only"),
+        (
+            {"subscribe": TOPIC, "startingOffsets": "earliest", "startingTimestamp": "5"},
+            "contradict each other",
+        ),
+        ({"subscribe": TOPIC, "maxRecordsPerPartition": "0"}, "must be a positive integer"),
+        ({"subscribe": TOPIC, "kafka.auto.offset.reset": "latest"}, "manages it itself"),
+    ],
+)
+def test_more_bad_options(
+    spark: SparkSession, broker: BrokerProcess, options: dict[str, str], message: str
+) -> None:
+    with pytest.raises(Exception, match="only|contradict|positive|manages") as info:
+        _reader(spark, broker, **options).load().collect()
+    assert message.lower() in str(info.value).lower()

@@ -1,0 +1,57 @@
+"""One local[2] Spark session for every Spark test (a JVM start costs seconds), plus helpers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    if os.environ.get("CI"):
+        pytest.fail("Java 17+ is needed for the PySpark tests (apt-get install openjdk-17-jre-headless)")
+    pytest.skip("no Java runtime: apt-get install openjdk-17-jre-headless", allow_module_level=True)
+
+from pyspark.sql import SparkSession  # noqa: E402
+
+from client.admin import AdminClient, NewTopic  # noqa: E402
+from client.spark import MiniKafkaDataSource  # noqa: E402
+from tests.broker_process import REPO, BrokerProcess  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("minikafka-spark-test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    session.dataSource.register(MiniKafkaDataSource)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def create_topics(bootstrap: str, **partitions: int) -> None:
+    """Create topics named by keyword with that many partitions each."""
+    with AdminClient({"bootstrap.servers": bootstrap}) as admin:
+        result = admin.create_topics([NewTopic(name, n, 1) for name, n in partitions.items()])
+        assert all(err is None for err in result.values()), result
+
+
+def stop_broker(proc: BrokerProcess) -> None:
+    code = proc.stop()
+    assert code == 0, f"broker exited with {code}:\n{proc.log()}"
