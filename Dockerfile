@@ -1,5 +1,7 @@
-# minikafka broker image: slim Python, non-root user, data on a volume, ApiVersions healthcheck.
-FROM python:3.11-slim
+# minikafka images. Target `broker` (the default for `docker compose`'s broker service): slim Python,
+# non-root user, data on a volume, ApiVersions healthcheck. Target `spark`: the same plus a Java runtime
+# and pyspark, for the example Spark job (client/spark/example_job.py).
+FROM python:3.11-slim AS broker
 RUN useradd --create-home --uid 1000 minikafka
 WORKDIR /app
 COPY pyproject.toml README.md ./
@@ -14,3 +16,11 @@ EXPOSE 9092
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
     CMD ["python", "-m", "broker.healthcheck", "--port", "9092"]
 CMD ["python", "-m", "broker", "--data-dir", "/data", "--host", "0.0.0.0", "--port", "9092", "--advertised-host", "localhost"]
+
+FROM broker AS spark
+USER root
+RUN apt-get update && apt-get install -y --no-install-recommends default-jre-headless procps \
+    && rm -rf /var/lib/apt/lists/* && pip install --no-cache-dir '.[spark]'
+USER minikafka
+HEALTHCHECK NONE
+CMD ["python", "-m", "client.spark.example_job", "--bootstrap", "localhost:9092", "--seed", "10000"]

@@ -39,7 +39,12 @@ SERVICE_KEYS = {
     "networks",
     "profiles",
     "stop_grace_period",
+    "network_mode",
 }
+BUILD_KEYS = {"context", "dockerfile", "target", "args"}
+
+
+DOCKERFILE = (REPO / "Dockerfile").read_text()
 
 
 def load_compose() -> dict[str, Any]:
@@ -53,6 +58,26 @@ def test_compose_structure() -> None:
     for name, svc in doc["services"].items():
         assert set(svc) <= SERVICE_KEYS, f"{name}: unknown keys {set(svc) - SERVICE_KEYS}"
         assert "image" in svc or "build" in svc, name
+        build = svc.get("build")
+        if isinstance(build, dict):
+            assert set(build) <= BUILD_KEYS, f"{name}: unknown build keys {set(build) - BUILD_KEYS}"
+            target = build.get("target")
+            if target is not None:
+                assert re.search(rf"^FROM \S+ AS {re.escape(target)}$", DOCKERFILE, re.M), (
+                    f"no stage {target}"
+                )
+        network = svc.get("network_mode")
+        if network is not None:
+            assert (
+                network in ("host", "none", "bridge") or network.removeprefix("service:") in doc["services"]
+            )
+        for dep, cond in (svc.get("depends_on") or {}).items():
+            assert dep in doc["services"], f"{name} depends on unknown service {dep}"
+            assert cond.get("condition") in (
+                "service_started",
+                "service_healthy",
+                "service_completed_successfully",
+            )
         if "command" in svc:
             assert isinstance(svc["command"], list) and all(isinstance(a, str) for a in svc["command"])
         for port in svc.get("ports", []):
@@ -68,8 +93,7 @@ def test_compose_structure() -> None:
 
 
 def healthcheck_command() -> list[str]:
-    text = (REPO / "Dockerfile").read_text()
-    m = re.search(r"HEALTHCHECK[^\n]*\\\n\s*CMD (\[.*\])", text)
+    m = re.search(r"HEALTHCHECK[^\n]*\\\n\s*CMD (\[.*\])", DOCKERFILE)
     assert m, "Dockerfile has a HEALTHCHECK with an exec-form CMD"
     return json.loads(m.group(1))
 
