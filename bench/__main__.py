@@ -4,7 +4,8 @@ Suites (`--suites`, default all): `broker` (below), `groups` (bench/groups.py:
 rebalance latency, OffsetCommit throughput), `storage` (bench/storage.py:
 lookup latency at 1M and 50M records, unclean recovery, cleaner throughput),
 `client` (bench/client.py: our client against kafka-python, aiokafka and
-confluent-kafka).
+confluent-kafka), `spark` (bench/spark.py: the Spark data source against a
+synthetic Arrow source in the same Spark session).
 
 The `broker` suite runs, in one process tree on this machine:
 1. the load generator's own ceiling: confluent-kafka `produce()` calls/s into a
@@ -156,8 +157,8 @@ def main() -> None:
     )
     ap.add_argument(
         "--suites",
-        default="broker,groups,storage,client",
-        help="comma-separated: broker (this module's throughput run), groups, storage, client",
+        default="broker,groups,storage,client,spark",
+        help="comma-separated: broker (this module's throughput run), groups, storage, client, spark",
     )
     args = ap.parse_args()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]

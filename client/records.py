@@ -515,57 +515,87 @@ def _vvarint(arr: np.ndarray, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return signed, nxt
 
 
-def _record_bounds(arr: np.ndarray, data: bytes, n: int, total: int) -> tuple[np.ndarray, np.ndarray]:
+def _record_bounds(data: bytes, n: int, total: int) -> tuple[np.ndarray, np.ndarray]:
     """(body start, body length) of each of ``total`` records laid back to back in data[:n].
 
-    Records are usually equal-sized in runs, so the walk guesses that the next
-    records repeat the current record's size and checks the guess for a whole
-    window at once (same length-varint bytes at every predicted position means
-    the same size, so the chain is exact); where sizes vary it walks in Python.
+    A walk over the records' length varints (1- and 2-byte ones decoded
+    inline). Records are usually equal-sized in runs, so once two records in a
+    row have had the same length, the walk guesses that the following ones
+    repeat it and checks the guess for a whole window at once: the same
+    length-varint bytes at every predicted position means the same size, so
+    the chain is exact. The walk records segments (first body start, stride,
+    count, length), expanded into the per-record columns by numpy at the end.
     """
-    starts = np.empty(total, dtype=np.int64)
-    lengths = np.empty(total, dtype=np.int64)
-    i = 0
+    seg_start: list[int] = []
+    seg_stride: list[int] = []
+    seg_count: list[int] = []
+    seg_len: list[int] = []
     pos = 0
-    window = 64
+    i = 0
+    last = -1
     try:
         while i < total:
-            length, body = decode_varint(data, pos)
+            b0 = data[pos]
+            if b0 < 0x80:
+                raw = b0
+                body = pos + 1
+            else:
+                b1 = data[pos + 1]
+                if b1 < 0x80:
+                    raw = (b0 & 0x7F) | (b1 << 7)
+                    body = pos + 2
+                else:
+                    raw = -1
+                    length, body = decode_varint(data, pos)
+            if raw >= 0:
+                length = (raw >> 1) ^ -(raw & 1)
             if length < 0:
                 raise ProtocolError(f"negative record length {length}")
-            vsize = body - pos
-            stride = vsize + length
-            k = min(total - i, window)
-            if k > 1:
-                cand = pos + stride * np.arange(k, dtype=np.int64)
-                cand = cand[cand + vsize <= n]
-                ok = arr[cand] == arr[pos]
-                for j in range(1, vsize):
-                    ok &= arr[cand + j] == arr[pos + j]
-                bad = np.flatnonzero(~ok)
-                k = int(bad[0]) if bad.size else int(cand.shape[0])
-                k = max(k, 1)
-            else:
-                k = 1
-            starts[i : i + k] = pos + vsize + stride * np.arange(k, dtype=np.int64)
-            lengths[i : i + k] = length
+            seg_start.append(body)
+            seg_len.append(length)
+            i += 1
+            nxt = body + length
+            k = 0
+            if length == last and i < total:
+                k = _same_size_run(data, nxt, nxt - pos, body - pos, n, total - i)
+            seg_stride.append(nxt - pos)
+            seg_count.append(1 + k)
             i += k
-            pos += stride * k
-            window = window * 2 if k == window else 64
-            if k < 8:  # sizes vary here: a few records in plain Python before guessing again
-                for _ in range(min(32, total - i)):
-                    length, body = decode_varint(data, pos)
-                    if length < 0:
-                        raise ProtocolError(f"negative record length {length}")
-                    starts[i] = body
-                    lengths[i] = length
-                    pos = body + length
-                    i += 1
+            pos = nxt + (nxt - pos) * k
+            last = -1 if k else length
     except IndexError:
         raise ProtocolError("record set cut short") from None
     if pos != n:
         raise ProtocolError(f"records end at byte {pos} of a {n}-byte payload")
-    return starts, lengths
+    counts = np.array(seg_count, dtype=np.int64)
+    first = np.repeat(np.cumsum(counts) - counts, counts)
+    starts = np.repeat(np.array(seg_start, dtype=np.int64), counts) + (
+        np.arange(total, dtype=np.int64) - first
+    ) * np.repeat(np.array(seg_stride, dtype=np.int64), counts)
+    return starts, np.repeat(np.array(seg_len, dtype=np.int64), counts)
+
+
+def _same_size_run(data: bytes, pos: int, stride: int, vsize: int, n: int, most: int) -> int:
+    """How many records from ``pos`` on have the same length varint as the record just before ``pos``.
+
+    Every ``stride``-th byte is taken with a C-speed extended slice, and the
+    leading bytes equal to the reference are counted with ``lstrip``.
+    """
+    first = pos - stride
+    run = 0
+    window = 64
+    while run < most:
+        k = min(window, most - run)
+        start = pos + stride * run
+        got = k
+        for j in range(vsize):
+            column = data[start + j : min(start + stride * k, n - vsize + 1 + j) : stride]
+            got = min(got, len(column) - len(column.lstrip(data[first + j : first + j + 1])))
+        run += got
+        if got < k:
+            return run
+        window *= 4
+    return run
 
 
 def _decode_columns(data: bytes, n: int, batches: _Batches, topic: str, partition: int) -> RecordColumns:
@@ -573,7 +603,7 @@ def _decode_columns(data: bytes, n: int, batches: _Batches, topic: str, partitio
     if total > n // 7:
         raise ProtocolError(f"{total} records cannot fit in {n} bytes")
     arr = np.frombuffer(data, dtype=np.uint8)
-    starts, lengths = _record_bounds(arr, data, n, total)
+    starts, lengths = _record_bounds(data, n, total)
     ends = starts + lengths
     ts_delta, p = _vvarint(arr, starts + 1)  # +1: the record attributes byte
     offset_delta, p = _vvarint(arr, p)

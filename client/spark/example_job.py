@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterator, Sequence
 
@@ -114,20 +113,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--master", default="local[2]", help="Spark master (default %(default)s)")
     args = parser.parse_args(argv)
 
-    from pyspark.sql import SparkSession
+    from client.spark.session import local_session
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # Spark's Python workers: this interpreter
     if args.seed:
         seed(args.bootstrap, args.input, args.seed, args.partitions)
-    spark = (
-        SparkSession.builder.master(args.master)
-        .appName("minikafka-example")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "4")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = local_session("minikafka-example", args.master, loopback=args.master.startswith("local"))
     try:
         written = run(spark, args.bootstrap, args.input, args.output)
     finally:

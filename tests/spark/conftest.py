@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -19,26 +18,14 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
 from pyspark.sql import SparkSession  # noqa: E402
 
 from client.admin import AdminClient, NewTopic  # noqa: E402
-from client.spark import MiniKafkaDataSource  # noqa: E402
+from client.spark.session import local_session  # noqa: E402
 from tests.broker_process import REPO, BrokerProcess  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("minikafka-spark-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    session.dataSource.register(MiniKafkaDataSource)
+    session = local_session("minikafka-spark-test", shuffle_partitions=2)
     try:
         yield session
     finally:
