@@ -21,7 +21,8 @@ Modules: `options` (parsing and validation), `planning` (driver side:
 partitions, offsets, splitting, rate limits), `reader` (batch reads and the
 executor's range reader), `stream` (streaming reads), `writer` (batch and
 streaming writes), `arrow` (record columns to Arrow), `schema`, `source`
-(the `DataSource` itself), `example_job` (a runnable example).
+(the `DataSource` itself), `session` (a local Spark session with the format
+registered), `example_job` (a runnable example).
 """
 
 from client.spark.options import MiniKafkaOptionError
