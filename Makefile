@@ -4,10 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
+BENCH_STAMP := $(VENV)/.installed-bench
+# Binaries the broker bench drives (Debian packages: redis-server, redis-tools, iperf3, fio, kcat).
+BENCH_BINS := redis-server redis-benchmark iperf3 fio kcat
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DATA_DIR ?= ./data
 PORT ?= 9092
 
-.PHONY: run test test-all lint format bench fuzz compose-up compose-down clean
+.PHONY: run test test-all lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -37,8 +41,21 @@ format: $(TEST_STAMP)
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: $(TEST_STAMP)
-	$(BIN)/python -m bench
+$(BENCH_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install -q -e '.[test,bench]'
+	touch $@ $(TEST_STAMP) $(RUN_STAMP)
+
+# apt-get only when one of the bench's binaries is missing.
+bench-tools:
+	@missing=""; for b in $(BENCH_BINS); do command -v $$b >/dev/null || missing="$$missing $$b"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "bench-tools: installing for$$missing"; \
+		$(SUDO) apt-get update && $(SUDO) apt-get install -y redis-server redis-tools iperf3 fio kcat; \
+	fi
+
+# BENCH_ARGS: e.g. --quick, or --suites broker
+bench: $(BENCH_STAMP) bench-tools
+	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # Coverage-guided fuzzing of the decoders (atheris), FUZZ_SECONDS per target (default 60).
 fuzz: $(TEST_STAMP)

@@ -1,0 +1,295 @@
+"""The broker suite: every figure beside a baseline measured in the same run.
+
+In order, on this machine:
+1. physical limits: loopback TCP (iperf3) and sequential write + fsync (fio/dd);
+2. generator ceilings, no broker of ours: confluent-kafka `produce()` calls/s
+   (Python) and kcat -P into librdkafka's mock cluster (C);
+3. the peer: Redis Streams (pipelined XADD with redis-benchmark, XRANGE pages);
+4. one broker, RSS sampled all along, then:
+   - the produce matrix with kcat (C generator): 100 B and 1 KB records,
+     acks=1 and acks=all, 1/8/64 partitions, 1 and 16 producer connections
+     (processes); each figure x the kcat ceiling;
+   - consume with kcat -C per (size, partitions), and with confluent-kafka;
+   - produce with confluent-kafka (Python generator) x its ceiling;
+   - produce with 1 MB batches (1 MB records), MB/s x loopback bandwidth;
+   - end-to-end latency at 10,000 records/s;
+   - py-spy profiles of the produce and fetch paths (bench/results/profile-*.txt);
+5. the goals of issue 9 as ratios.
+
+`run(quick=False)` prints the tables; `--quick` uses fewer records per cell.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from bench import limits, loadgen, profile, redis_peer
+from tests.broker_process import BrokerProcess, rss_mb
+
+
+@dataclass
+class Sizes:
+    """Records per cell; the whole suite stays within a few minutes."""
+
+    small: int  # 100-byte records per produce cell
+    large: int  # 1 KB records per produce cell
+    big_mb: int  # 1 MB records for the big-batch cell
+    latency_s: float  # seconds at 10k records/s
+    profile_s: float  # seconds per profile
+
+
+FULL = Sizes(small=1_000_000, large=300_000, big_mb=1000, latency_s=5, profile_s=8)
+QUICK = Sizes(small=300_000, large=100_000, big_mb=300, latency_s=3, profile_s=4)
+
+
+class RssSampler(threading.Thread):
+    """Samples a process's RSS (MB) every 0.25 s until stop_event is set."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.samples: list[float] = []
+        self.stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.wait(0.25):
+            try:
+                self.samples.append(rss_mb(self.pid))
+            except OSError:
+                return
+
+
+class Table:
+    """Rows of (benchmark, figure, unit, ratio, baseline name), printed aligned."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.rows: list[tuple[str, float, str, float | None, str]] = []
+
+    def add(
+        self, name: str, value: float, unit: str, base: float | None = None, base_name: str = ""
+    ) -> float:
+        self.rows.append((name, value, unit, (value / base) if base else None, base_name))
+        print(f"  {name}: {value:,.1f} {unit}", flush=True)
+        return value
+
+    def print(self) -> None:
+        print(f"\n{self.title}")
+        print(f"{'benchmark':<58} {'figure':>14} {'unit':<10} {'ratio':>7}  baseline")
+        for name, value, unit, ratio, base in self.rows:
+            r = f"{ratio:7.2f}" if ratio is not None else " " * 7
+            print(f"{name:<58} {value:>14,.1f} {unit:<10} {r}  {base}")
+
+
+def run(quick: bool = False) -> dict[str, float]:
+    """Run the broker suite, print its tables; returns the headline figures by name."""
+    sz = QUICK if quick else FULL
+    t = Table("== bench.broker (ratios are figure / baseline, both from this run)")
+    fig: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp_s:
+        tmp = Path(tmp_s)
+        print("physical limits", flush=True)
+        fig["loopback"], how = limits.loopback_bandwidth(3.0)
+        t.add(f"loopback TCP ({how})", fig["loopback"] / 1e6, "MB/s")
+        fig["disk"], how = limits.disk_write_fsync(256 if quick else 512, tmp_s)
+        t.add(f"disk sequential write ({how})", fig["disk"] / 1e6, "MB/s")
+
+        print("generator ceilings", flush=True)
+        files = {s: loadgen.record_file(tmp, n, s) for s, n in ((100, sz.small), (1000, sz.large))}
+        fig["py_ceiling"] = loadgen.py_ceiling(sz.small, os.urandom(100))
+        t.add("ceiling: confluent-kafka produce() loop, no broker", fig["py_ceiling"], "rec/s")
+        fig["kcat_ceiling_100"] = loadgen.kcat_ceiling(files[100], sz.small)
+        t.add("ceiling: kcat -P 100 B into librdkafka mock cluster", fig["kcat_ceiling_100"], "rec/s")
+        fig["kcat_ceiling_1000"] = loadgen.kcat_ceiling(files[1000], sz.large)
+        t.add("ceiling: kcat -P 1 KB into librdkafka mock cluster", fig["kcat_ceiling_1000"], "rec/s")
+
+        print("peer: Redis Streams", flush=True)
+        rdir = tmp / "redis"
+        rdir.mkdir()
+        server = redis_peer.RedisServer(rdir).start()
+        try:
+            fig["xadd"] = redis_peer.xadd_rate(server, sz.small)
+            t.add(f"redis XADD {sz.small:,} x 100 B (redis-benchmark -P 64)", fig["xadd"], "rec/s")
+            fig["xrange"] = redis_peer.xrange_rate(server, sz.small)
+            t.add("redis XRANGE pages of 10,000 (redis-py + hiredis)", fig["xrange"], "rec/s")
+        finally:
+            server.stop()
+
+        broker = BrokerProcess(tmp / "data", extra=["--log-level", "WARNING"]).start()
+        assert broker.proc is not None
+        sampler = RssSampler(broker.proc.pid)
+        sampler.start()
+        try:
+            _broker_figures(broker, sz, files, tmp, t, fig)
+        finally:
+            sampler.stop_event.set()
+            broker.stop()
+    t.print()
+    _print_memory(sampler.samples)
+    _print_goals(fig)
+    return fig
+
+
+def _create(admin: AdminClient, topic: str, partitions: int) -> str:
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    return topic
+
+
+def _split(path: Path, parts: int) -> list[Path]:
+    """The record file cut into `parts` files of whole lines (one per producer connection)."""
+    if parts == 1:
+        return [path]
+    lines = path.read_bytes().splitlines(keepends=True)
+    out = []
+    for i in range(parts):
+        p = path.with_suffix(f".{parts}.{i}")
+        if not p.exists():
+            p.write_bytes(b"".join(lines[i::parts]))
+        out.append(p)
+    return out
+
+
+def _broker_figures(
+    broker: BrokerProcess, sz: Sizes, files: dict[int, Path], tmp: Path, t: Table, fig: dict[str, float]
+) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 2})
+    bs = broker.bootstrap
+    n_of = {100: sz.small, 1000: sz.large}
+    consume_topics: dict[tuple[int, int], str] = {}
+    print("produce matrix (kcat -P)", flush=True)
+    for size in (100, 1000):
+        ceiling = fig[f"kcat_ceiling_{size}"]
+        for parts in (1, 8, 64):
+            for conns in (1, 16):
+                for acks in ("1", "all"):
+                    topic = _create(admin, f"p-{size}-{parts}-{conns}-{acks}", parts)
+                    r = loadgen.kcat_produce(bs, topic, _split(files[size], conns), n_of[size], acks)
+                    key = f"produce_{size}_{parts}_{conns}_{acks}"
+                    fig[key] = r
+                    t.add(
+                        f"produce kcat {size} B acks={acks} {parts}p {conns}conn",
+                        r,
+                        "rec/s",
+                        ceiling,
+                        "kcat ceiling",
+                    )
+                    if acks == "1" and conns == 1:
+                        consume_topics[(size, parts)] = topic
+
+    print("consume (kcat -C, confluent-kafka)", flush=True)
+    for (size, parts), topic in consume_topics.items():
+        r = loadgen.kcat_consume(bs, topic, n_of[size])
+        fig[f"consume_{size}_{parts}"] = r
+        t.add(
+            f"consume kcat -C {size} B {parts}p (incl. start-up)", r, "rec/s", fig["xrange"], "redis XRANGE"
+        )
+    r, startup = loadgen.py_consume(bs, consume_topics[(100, 8)], sz.small, 8)
+    fig["consume_py"] = r
+    t.add(
+        f"consume confluent-kafka 100 B 8p (start-up {startup:.2f} s apart)",
+        r,
+        "rec/s",
+        fig["xrange"],
+        "redis XRANGE",
+    )
+
+    print("produce (confluent-kafka Python loop)", flush=True)
+    payload = os.urandom(100)
+    for acks in ("1", "all"):
+        topic = _create(admin, f"py-{acks}", 8)
+        r = loadgen.py_produce(bs, topic, sz.small, payload, 8, acks)
+        fig[f"produce_py_{acks}"] = r
+        t.add(f"produce confluent-kafka 100 B acks={acks} 8p", r, "rec/s", fig["py_ceiling"], "py ceiling")
+
+    print("produce 1 MB batches", flush=True)
+    big = os.urandom(1_000_000)
+    topic = _create(admin, "big", 8)
+    # one 1 MB record per batch: the producer's limit must pass the record plus its batch framing
+    r = loadgen.py_produce(bs, topic, sz.big_mb, big, 8, "1", **{"message.max.bytes": 1_048_576})
+    fig["big_mbs"] = r * len(big)
+    t.add(
+        "produce 1 MB records (1 MB batches) acks=1 8p",
+        r * len(big) / 1e6,
+        "MB/s",
+        fig["loopback"] / 1e6,
+        "loopback",
+    )
+
+    print("end-to-end latency at 10,000 rec/s", flush=True)
+    lat = loadgen.latency(bs, _create(admin, "latency", 1), 10_000, sz.latency_s)
+    for q, name in ((0.5, "p50"), (0.99, "p99"), (0.999, "p99.9")):
+        fig[f"lat_{name}"] = loadgen.percentile(lat, q)
+        t.add(f"e2e latency {name} at 10k rec/s ({len(lat):,} records)", fig[f"lat_{name}"], "ms")
+
+    _profiles(broker, sz, files, tmp, admin)
+
+
+def _profiles(
+    broker: BrokerProcess, sz: Sizes, files: dict[int, Path], tmp: Path, admin: AdminClient
+) -> None:
+    """py-spy on the broker while kcat produces, then while kcat consumes, 100 B records, 8 partitions."""
+    assert broker.proc is not None
+    print("profiles (py-spy)", flush=True)
+    topic = _create(admin, "profile", 8)
+    prof = profile.Profiler(broker.proc.pid, sz.profile_s, tmp / "produce.raw").start()
+    time.sleep(0.5)
+    end = time.monotonic() + sz.profile_s
+    rounds = 0
+    while time.monotonic() < end:
+        loadgen.kcat_produce(broker.bootstrap, topic, [files[100]], sz.small, "1")
+        rounds += 1
+    path = profile.save(
+        "profile-produce.txt", profile.summarise(prof.wait(), "produce: kcat -P 100 B, acks=1, 8p")
+    )
+    print(f"  {path}")
+    prof = profile.Profiler(broker.proc.pid, sz.profile_s, tmp / "fetch.raw").start()
+    time.sleep(0.5)
+    end = time.monotonic() + sz.profile_s
+    while time.monotonic() < end:
+        loadgen.kcat_consume(broker.bootstrap, topic, sz.small * rounds)
+    path = profile.save("profile-fetch.txt", profile.summarise(prof.wait(), "fetch: kcat -C 100 B, 8p"))
+    print(f"  {path}")
+
+
+def _print_memory(s: list[float]) -> None:
+    s = s or [0.0]
+    third = max(1, len(s) // 3)
+    print(
+        f"\nbroker RSS MB over the run: start {s[0]:.0f}, max {max(s):.0f}, "
+        f"mean of first third {sum(s[:third]) / third:.0f}, mean of last third {sum(s[-third:]) / third:.0f} "
+        f"({len(s)} samples; flat memory: last third / first third = {sum(s[-third:]) / max(sum(s[:third]), 1e-9):.2f})"
+    )
+
+
+def _print_goals(f: dict[str, float]) -> None:
+    """Issue 9's goals, each as a figure over its baseline from this run."""
+    best = max(f["produce_100_8_1_1"], f["produce_100_8_16_1"], f["produce_py_1"])
+    consume = max(f["consume_100_8"], f["consume_py"])
+    goals = [
+        ("produce 100 B acks=1 (best generator, 8p) >= 1,000,000 rec/s", best, 1_000_000),
+        ("produce 100 B acks=1 / redis XADD >= 1.5", best / f["xadd"], 1.5),
+        ("consume 100 B (best of kcat, confluent-kafka) >= 2,000,000 rec/s", consume, 2_000_000),
+        ("1 MB-batch produce / loopback >= 0.5", f["big_mbs"] / f["loopback"], 0.5),
+        (
+            "acks=all / acks=1 (kcat 100 B 8p 1conn) >= 0.5",
+            f["produce_100_8_1_all"] / f["produce_100_8_1_1"],
+            0.5,
+        ),
+        ("e2e p99 at 10k rec/s <= 5 ms", f["lat_p99"], -5),
+        (
+            "64 partitions / 8 partitions (kcat 100 B acks=1 1conn) >= 0.9",
+            f["produce_100_64_1_1"] / f["produce_100_8_1_1"],
+            0.9,
+        ),
+    ]
+    print("\nissue 9 goals")
+    for name, value, target in goals:
+        met = value <= -target if target < 0 else value >= target
+        print(f"  {'MET ' if met else 'not '} {name}: {value:,.2f}")

@@ -1,0 +1,95 @@
+"""The machine's physical limits, measured in the same run as the broker figures.
+
+- `loopback_bandwidth()`: iperf3 server and client on 127.0.0.1 (a free port,
+  one client, bounded duration), bytes/s received. The baseline for produce
+  with 1 MB batches.
+- `disk_write_fsync()`: sequential 1 MB writes of `size_mb` into a temp dir
+  followed by one fsync (fio `--end_fsync=1`, or `dd conv=fsync` when fio is
+  missing), bytes/s. The baseline for acks=all (group-commit fsync).
+
+Both return (bytes/s, tool used); a missing tool is a `RuntimeError` naming it
+(`make bench` installs them: see the Makefile's bench-tools step).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tests.broker_process import free_port
+
+
+def _need(binary: str) -> str:
+    path = shutil.which(binary)
+    if path is None:
+        raise RuntimeError(f"{binary} not found: `make bench` installs it (Makefile bench-tools)")
+    return path
+
+
+def loopback_bandwidth(seconds: float = 3.0) -> tuple[float, str]:
+    """iperf3 over 127.0.0.1 for `seconds`: received bytes/s."""
+    iperf3 = _need("iperf3")
+    port = free_port()
+    server = subprocess.Popen(
+        [iperf3, "-s", "-B", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        report: dict = {}
+        for _ in range(50):  # the server needs a moment to listen
+            res = subprocess.run(
+                [iperf3, "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"],
+                capture_output=True,
+                text=True,
+                timeout=seconds + 30,
+            )
+            report = json.loads(res.stdout or "{}")
+            if res.returncode == 0 and "sum_received" in report.get("end", {}):
+                break
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("iperf3 client could not reach its server on 127.0.0.1")
+        return report["end"]["sum_received"]["bits_per_second"] / 8, "iperf3, 1 stream"
+    finally:
+        if server.poll() is None:
+            server.terminate()
+        server.wait(10)
+
+
+def disk_write_fsync(size_mb: int = 512, directory: str | None = None) -> tuple[float, str]:
+    """Sequential write of `size_mb` MB in 1 MB blocks, then fsync: bytes/s to stable storage."""
+    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+        fio = shutil.which("fio")
+        start = time.perf_counter()  # wall clock around the whole write, so the fsync is surely in it
+        if fio:
+            subprocess.run(
+                [
+                    fio,
+                    "--name=seqwrite",
+                    f"--directory={tmp}",
+                    "--rw=write",
+                    "--bs=1M",
+                    f"--size={size_mb}M",
+                    "--ioengine=sync",
+                    "--end_fsync=1",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=True,
+            )
+            return size_mb * 1_048_576 / (time.perf_counter() - start), "fio, 1 MB blocks, end fsync"
+        dd = _need("dd")
+        target = Path(tmp) / "dd.out"
+        subprocess.run(
+            [dd, "if=/dev/zero", f"of={target}", "bs=1M", f"count={size_mb}", "conv=fsync"],
+            capture_output=True,
+            timeout=600,
+            check=True,
+        )
+        return size_mb * 1_048_576 / (time.perf_counter() - start), "dd conv=fsync, 1 MB blocks"

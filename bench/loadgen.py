@@ -1,0 +1,248 @@
+"""Load generators for the broker suite, and their own ceilings measured without a broker.
+
+Two generators, both librdkafka underneath:
+- confluent-kafka from Python (`py_produce`, `py_consume`, `latency`): the
+  `produce()` call loop is the limit near 1M calls/s on this machine;
+- kcat, the C command-line client (`kcat_produce`, `kcat_consume`), reading a
+  prepared file of newline-separated records (`record_file`), one process per
+  producer connection.
+
+Ceilings: `py_ceiling()` times `produce()` into a producer whose broker is
+unreachable (nothing leaves the process); `kcat_ceiling()` times kcat into
+librdkafka's in-process mock cluster (`test.mock.num.brokers=1`), so it also
+pays for a (C) broker on the same cores: a lower bound of the generator's own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+from tests.broker_process import free_port
+
+# librdkafka producer settings shared by both generators: big batches, no compression.
+PRODUCER: dict[str, object] = {
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    "batch.num.messages": 1_000_000,
+    "message.max.bytes": 1_000_000,
+    "queue.buffering.max.messages": 2_000_000,
+    "queue.buffering.max.kbytes": 2_000_000,
+    "compression.type": "none",
+    "enable.idempotence": False,
+}
+CONSUMER: dict[str, object] = {
+    "group.id": "bench",
+    "enable.auto.commit": False,
+    "fetch.max.bytes": 52428800,
+    "max.partition.fetch.bytes": 10485760,
+    # librdkafka backs a partition off for fetch.queue.backoff.ms (1 s) once its local queue
+    # holds queued.min.messages; a consumer draining at full speed must not idle on that timer.
+    "queued.max.messages.kbytes": 1048576,
+    "queued.min.messages": 10_000_000,
+    "fetch.queue.backoff.ms": 1,
+}
+# Consumer keys that kcat does not take (enable.auto.commit is Python's; Debian's kcat is built on an
+# older librdkafka without fetch.queue.backoff.ms).
+KCAT_MISSING = ("enable.auto.commit", "fetch.queue.backoff.ms")
+
+
+def _kcat() -> str:
+    path = shutil.which("kcat")
+    if path is None:
+        raise RuntimeError("kcat not found: `make bench` installs it (Makefile bench-tools)")
+    return path
+
+
+def _x(config: dict[str, object]) -> list[str]:
+    return [arg for k, v in config.items() for arg in ("-X", f"{k}={v}")]
+
+
+def record_file(directory: Path, n: int, size: int) -> Path:
+    """A file of n newline-terminated records of `size` bytes (the newline is the delimiter, not data)."""
+    path = directory / f"records-{n}x{size}.txt"
+    if not path.exists():
+        line = os.urandom(size).hex().encode()[:size].replace(b"\n", b"x") + b"\n"
+        with open(path, "wb") as f:
+            chunk = line * 10_000
+            for _ in range(n // 10_000):
+                f.write(chunk)
+            f.write(line * (n % 10_000))
+    return path
+
+
+def py_ceiling(n: int, payload: bytes) -> float:
+    """produce() calls/s with nothing behind the producer: the Python generator's own limit."""
+    p = Producer(
+        {
+            **PRODUCER,
+            "bootstrap.servers": f"127.0.0.1:{free_port()}",
+            "message.timeout.ms": 600000,
+            "log_level": 0,
+        }
+    )
+    start = time.perf_counter()
+    for i in range(n):
+        p.produce("ceiling", payload, partition=i & 7)
+        if i & 0xFFFF == 0:
+            p.poll(0)
+    elapsed = time.perf_counter() - start
+    p.purge()
+    return n / elapsed
+
+
+def kcat_ceiling(path: Path, n: int) -> float:
+    """kcat -P of the file into librdkafka's in-process mock cluster: records/s."""
+    start = time.perf_counter()
+    subprocess.run(
+        [_kcat(), "-P", "-b", "127.0.0.1:1", "-t", "ceiling", "-X", "test.mock.num.brokers=1"]
+        + _x(PRODUCER)
+        + ["-l", str(path)],
+        capture_output=True,
+        timeout=600,
+        check=True,
+    )
+    return n / (time.perf_counter() - start)
+
+
+def kcat_produce(bootstrap: str, topic: str, paths: list[Path], n: int, acks: str) -> float:
+    """One kcat -P process per file (= per producer connection), all at once; records/s overall.
+
+    No key, no partition: librdkafka's partitioner spreads the records over the topic.
+    """
+    cmd = [_kcat(), "-P", "-b", bootstrap, "-t", topic, "-X", f"acks={acks}", *_x(PRODUCER)]
+    start = time.perf_counter()
+    procs = [
+        subprocess.Popen([*cmd, "-l", str(p)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for p in paths
+    ]
+    for proc in procs:
+        _, err = proc.communicate(timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"kcat -P failed ({proc.returncode}): {err.decode(errors='replace')[-500:]}")
+    return n / (time.perf_counter() - start)
+
+
+def kcat_consume(bootstrap: str, topic: str, n: int) -> float:
+    """kcat -C from the beginning until n records are read (output to /dev/null); records/s.
+
+    The figure includes kcat's start-up (metadata, connecting to the leader).
+    """
+    start = time.perf_counter()
+    subprocess.run(
+        [_kcat(), "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-c", str(n), "-q"]
+        + _x({k: v for k, v in CONSUMER.items() if k not in KCAT_MISSING}),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=600,
+        check=True,
+    )
+    return n / (time.perf_counter() - start)
+
+
+def py_produce(
+    bootstrap: str, topic: str, n: int, payload: bytes, partitions: int, acks: str, **extra: object
+) -> float:
+    """confluent-kafka produce() loop, partition i % partitions; records/s until all are acknowledged."""
+    p = Producer({**PRODUCER, "bootstrap.servers": bootstrap, "acks": acks, **extra})
+    errors = [0]
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            errors[0] += 1
+
+    start = time.perf_counter()
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, payload, partition=i % partitions, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(0.01)
+        if i & 0x3FFF == 0:
+            p.poll(0)
+    left = p.flush(300)
+    elapsed = time.perf_counter() - start
+    if left or errors[0]:
+        raise RuntimeError(f"produce failed: {left} undelivered, {errors[0]} errors")
+    return n / elapsed
+
+
+def py_consume(bootstrap: str, topic: str, n: int, partitions: int) -> tuple[float, float]:
+    """(records/s from the first record received to the n-th, seconds until the first record).
+
+    The start-up part is librdkafka's own (it connects to the partition leader
+    on a timer, about 0.5 s after metadata), so it is reported apart.
+    """
+    c = Consumer({**CONSUMER, "bootstrap.servers": bootstrap})
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
+    got = 0
+    start = time.perf_counter()
+    first = 0.0
+    deadline = start + 300
+    while got < n and time.perf_counter() < deadline:
+        batch = c.consume(num_messages=100_000, timeout=0.5)
+        if batch and not first:
+            first = time.perf_counter()
+        for msg in batch:
+            if msg.error() is None:
+                got += 1
+    end = time.perf_counter()
+    c.close()
+    if got < n:
+        raise RuntimeError(f"consume got {got} of {n}")
+    return n / (end - first), first - start
+
+
+def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> list[float]:
+    """End-to-end latencies in ms at a fixed `rate` records/s for `seconds` (one partition).
+
+    Each record carries its perf_counter_ns at produce() time; a consumer thread
+    in the same process notes the time each arrives (linger.ms=0, acks=1).
+    """
+    n = int(rate * seconds)
+    c = Consumer({**CONSUMER, "bootstrap.servers": bootstrap, "fetch.wait.max.ms": 100, "fetch.min.bytes": 1})
+    c.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    lat: list[float] = []
+    done = threading.Event()
+
+    def consume() -> None:
+        deadline = time.monotonic() + seconds + 30
+        while len(lat) < n and time.monotonic() < deadline:
+            for msg in c.consume(num_messages=1000, timeout=0.1):
+                if msg.error() is None:
+                    lat.append((time.perf_counter_ns() - int(msg.value()[:20])) / 1e6)
+        done.set()
+
+    p = Producer({**PRODUCER, "bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
+    # let the consumer find its leader before the clock starts
+    p.produce(topic, b"%020d" % time.perf_counter_ns(), partition=0)
+    p.flush(10)
+    n += 1
+    reader = threading.Thread(target=consume, daemon=True)
+    reader.start()
+    time.sleep(1.0)
+    pad = b"x" * 80
+    start = time.perf_counter()
+    for i in range(n - 1):
+        due = start + i / rate
+        now = time.perf_counter()
+        if due > now:
+            time.sleep(due - now)
+        p.produce(topic, b"%020d" % time.perf_counter_ns() + pad, partition=0)
+        p.poll(0)
+    p.flush(30)
+    done.wait(seconds + 30)
+    c.close()
+    return lat[1:]  # the warm-up record waited for the consumer's start-up
+
+
+def percentile(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))] if s else float("nan")
