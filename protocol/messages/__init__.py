@@ -105,9 +105,14 @@ def _schema(table: str, api_key: int, version: int) -> Any:
     return schema
 
 
-def _decode(table: str, api_key: int, version: int, body: bytes | memoryview) -> Container:
+def _decode(table: str, api_key: int, version: int, body: bytes | memoryview, offset: int = 0) -> Container:
     schema = _schema(table, api_key, version)
+    # BytesIO shares a bytes object's buffer instead of copying it (it copies a memoryview), so a
+    # caller holding the whole frame as bytes passes it with the body's offset: the record sets
+    # of a 1 MB Produce are then copied once (by the read that takes them), not twice.
     stream = io.BytesIO(body)
+    if offset:
+        stream.seek(offset)
     try:
         obj = schema.parse_stream(stream)
     except ProtocolError:
@@ -117,9 +122,11 @@ def _decode(table: str, api_key: int, version: int, body: bytes | memoryview) ->
     return obj
 
 
-def decode_request(api_key: int, version: int, body: bytes | memoryview) -> Container:
-    """Decode a request body; any malformed input raises ProtocolError."""
-    return _decode("REQUEST", api_key, version, body)
+def decode_request(api_key: int, version: int, body: bytes | memoryview, offset: int = 0) -> Container:
+    """Decode the request body at ``body[offset:]``; any malformed input raises ProtocolError."""
+    if not 0 <= offset <= len(body):
+        raise ProtocolError(f"body offset {offset} outside 0..{len(body)}")
+    return _decode("REQUEST", api_key, version, body, offset)
 
 
 def decode_response(api_key: int, version: int, body: bytes | memoryview) -> Container:
