@@ -200,7 +200,7 @@ def py_consume(bootstrap: str, topic: str, n: int, partitions: int) -> tuple[flo
     return n / (end - first), first - start
 
 
-def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> list[float]:
+def latency(bootstrap: str, topic: str, rate: int, seconds: float, linger_ms: float = 0) -> list[float]:
     """End-to-end latencies in ms at a fixed `rate` records/s for `seconds` (one partition).
 
     Each record carries its perf_counter_ns at produce() time; a consumer thread
@@ -215,12 +215,13 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> list[float
     def consume() -> None:
         deadline = time.monotonic() + seconds + 30
         while len(lat) < n and time.monotonic() < deadline:
-            for msg in c.consume(num_messages=1000, timeout=0.1):
-                if msg.error() is None:
-                    lat.append((time.perf_counter_ns() - int(msg.value()[:20])) / 1e6)
+            # poll(), not consume(num_messages=...): a batch call waits for its count or its timeout
+            msg = c.poll(0.1)
+            if msg is not None and msg.error() is None:
+                lat.append((time.perf_counter_ns() - int(msg.value()[:20])) / 1e6)
         done.set()
 
-    p = Producer({**PRODUCER, "bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
+    p = Producer({**PRODUCER, "bootstrap.servers": bootstrap, "acks": "1", "linger.ms": linger_ms})
     # let the consumer find its leader before the clock starts
     p.produce(topic, b"%020d" % time.perf_counter_ns(), partition=0)
     p.flush(10)
