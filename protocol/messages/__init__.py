@@ -49,6 +49,8 @@ from protocol.messages import (
     sync_group,
     txn_offset_commit,
 )
+from protocol.produce_fast import VERSIONS as PRODUCE_FAST_VERSIONS
+from protocol.produce_fast import decode_produce_request
 
 MODULES: dict[int, ModuleType] = {
     m.API_KEY: m
@@ -126,6 +128,8 @@ def decode_request(api_key: int, version: int, body: bytes | memoryview, offset:
     """Decode the request body at ``body[offset:]``; any malformed input raises ProtocolError."""
     if not 0 <= offset <= len(body):
         raise ProtocolError(f"body offset {offset} outside 0..{len(body)}")
+    if api_key == 0 and version in PRODUCE_FAST_VERSIONS:
+        return decode_produce_request(body, offset)  # the hot path: precompiled structs
     return _decode("REQUEST", api_key, version, body, offset)
 
 
