@@ -1,8 +1,12 @@
-"""protocol.produce_fast agrees with the Produce schema decoder on every input.
+"""The Produce fast paths agree with the Produce schema on every input.
+
+protocol.produce_fast (requests) against the schema decoder:
 
 Both decoders see the same bytes: valid encodings (examples and Hypothesis
 objects), every truncation of one, single-byte mutations and arbitrary bytes.
 Either both raise ProtocolError, or both give equal Containers.
+protocol.messages.produce.encode_response_parts (responses) against the
+schema encoder: the same bytes, or both raise ProtocolError.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.errors import ProtocolError
-from protocol.messages import _decode, decode_request, encode_request
+from protocol.messages import _decode, decode_request, encode_request, encode_response, encode_response_parts
 from protocol.produce_fast import VERSIONS, decode_produce_request
 
 names = st.text(min_size=0, max_size=8)
@@ -92,3 +96,52 @@ def test_huge_counts_fail_fast() -> None:
     ):
         with pytest.raises(ProtocolError):
             decode_produce_request(body)
+
+
+names_out = st.text(max_size=8)
+i64 = st.integers(-(2**63), 2**63 - 1)
+responses = st.fixed_dictionaries(
+    {
+        "responses": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "name": names_out,
+                    "partition_responses": st.lists(
+                        st.fixed_dictionaries(
+                            {
+                                "index": st.integers(-(2**31), 2**31 - 1),
+                                "error_code": st.integers(-(2**15), 2**15 - 1),
+                                "base_offset": i64,
+                                "log_append_time_ms": i64,
+                                "log_start_offset": i64,
+                            }
+                        ),
+                        max_size=3,
+                    ),
+                }
+            ),
+            max_size=3,
+        ),
+        "throttle_time_ms": st.integers(0, 2**31 - 1),
+    }
+)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@settings(max_examples=60, deadline=None)
+@given(obj=responses)
+def test_fast_response_encoder_matches_schema(version: int, obj: dict[str, Any]) -> None:
+    assert b"".join(encode_response_parts(0, version, obj)) == encode_response(0, version, obj)
+
+
+def test_fast_response_encoder_rejects_what_the_schema_rejects() -> None:
+    good = {"name": "t", "partition_responses": []}
+    for bad in (
+        {"responses": [{**good, "name": "x" * 40000}], "throttle_time_ms": 0},
+        {"responses": [good], "throttle_time_ms": 2**31},
+        {"responses": None, "throttle_time_ms": 0},
+    ):
+        with pytest.raises(ProtocolError):
+            encode_response_parts(0, 7, bad)
+        with pytest.raises(ProtocolError):
+            encode_response(0, 7, bad)
