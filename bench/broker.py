@@ -185,10 +185,14 @@ def _broker_figures(
 
     print("consume (kcat -C, confluent-kafka)", flush=True)
     for (size, parts), topic in consume_topics.items():
-        r = loadgen.kcat_consume(bs, topic, n_of[size])
+        r, startup = loadgen.kcat_consume(bs, topic, n_of[size])
         fig[f"consume_{size}_{parts}"] = r
         t.add(
-            f"consume kcat -C {size} B {parts}p (incl. start-up)", r, "rec/s", fig["xrange"], "redis XRANGE"
+            f"consume kcat -C {size} B {parts}p (start-up {startup:.2f} s apart)",
+            r,
+            "rec/s",
+            fig["xrange"],
+            "redis XRANGE",
         )
     r, startup = loadgen.py_consume(bs, consume_topics[(100, 8)], sz.small, 8)
     fig["consume_py"] = r
