@@ -136,7 +136,8 @@ class KafkaConnection(asyncio.Protocol):
                 return
             if n - pos - 4 < size:
                 break
-            frame = bytes(buf[pos + 4 : pos + 4 + size])
+            with memoryview(buf) as view:  # one copy out of the buffer (a bytearray slice would be two)
+                frame = bytes(view[pos + 4 : pos + 4 + size])
             pos += 4 + size
             self._handle_frame(frame)
         if pos:
@@ -171,7 +172,7 @@ class KafkaConnection(asyncio.Protocol):
                 self.close(f"unsupported version {header.api_version} of api {header.api_key}")
             return
         try:
-            request = decode_request(header.api_key, header.api_version, memoryview(frame)[header.size :])
+            request = decode_request(header.api_key, header.api_version, frame, header.size)
         except ProtocolError as exc:
             self.close(f"malformed request api {header.api_key} v{header.api_version}: {exc}")
             return

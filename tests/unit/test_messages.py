@@ -199,6 +199,14 @@ def test_produce_v3_request_bytes() -> None:
     assert encode_request(0, 3, obj) == expected
     decoded = decode_request(0, 3, expected)
     assert decoded.topic_data[0].partition_data[0].records == b"RB"
+    # the broker passes the whole frame and the body's offset (no copy of the body)
+    framed = b"HEADER" + expected
+    assert decode_request(0, 3, framed, 6) == decoded
+    for bad in (-1, len(framed) + 1):
+        with pytest.raises(ProtocolError):
+            decode_request(0, 3, framed, bad)
+    with pytest.raises(ProtocolError):
+        decode_request(0, 3, framed[:-1], 6)
 
 
 def test_fetch_response_v11_field_order() -> None:
