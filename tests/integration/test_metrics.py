@@ -30,7 +30,11 @@ def test_metrics_move_with_traffic(tmp_path: Path) -> None:
     mport = free_port()
     proc = BrokerProcess(tmp_path / "data", env={"MINIKAFKA_METRICS_PORT": str(mport)}).start()
     try:
-        before = scrape(mport)
+        # BrokerProcess.start() probes the port with a connection of its own; the broker may not
+        # have seen it close yet.
+        deadline = time.monotonic() + 5
+        while value(before := scrape(mport), "minikafka_connections") and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert value(before, "minikafka_connections") == 0
         producer = KafkaProducer(bootstrap_servers=proc.bootstrap, linger_ms=5)
         for i in range(50):
