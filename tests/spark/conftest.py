@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterator
@@ -39,6 +40,14 @@ def create_topics(bootstrap: str, **partitions: int) -> None:
         assert all(err is None for err in result.values()), result
 
 
-def stop_broker(proc: BrokerProcess) -> None:
-    code = proc.stop()
-    assert code == 0, f"broker exited with {code}:\n{proc.log()}"
+@contextlib.contextmanager
+def running_broker(
+    tmp_path_factory: pytest.TempPathFactory, name: str, env: dict[str, str] | None = None
+) -> Iterator[BrokerProcess]:
+    """A broker subprocess with its data in a fresh temp dir; it must exit cleanly when stopped."""
+    proc = BrokerProcess(tmp_path_factory.mktemp(name) / "data", env=env).start()
+    try:
+        yield proc
+    finally:
+        code = proc.stop()
+        assert code == 0, f"broker exited with {code}:\n{proc.log()}"

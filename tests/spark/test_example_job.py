@@ -22,16 +22,13 @@ from client.spark.example_job import sample_events
 from tests.broker_process import REPO, BrokerProcess
 from tests.compat.clients import consume_confluent
 from tests.integration.test_compose import load_compose
-from tests.spark.conftest import stop_broker
+from tests.spark.conftest import running_broker
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path_factory.mktemp("spark-example") / "data").start()
-    try:
+    with running_broker(tmp_path_factory, "spark-example") as proc:
         yield proc
-    finally:
-        stop_broker(proc)
 
 
 def test_compose_spark_example_service_runs_the_job(broker: BrokerProcess) -> None:

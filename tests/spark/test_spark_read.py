@@ -16,7 +16,7 @@ from client.spark.reader import MiniKafkaInputPartition, read_range
 from client.types import TopicPartition
 from tests.broker_process import BrokerProcess, free_port
 from tests.compat.clients import BASE_TS, Message, produce_confluent
-from tests.spark.conftest import create_topics, stop_broker
+from tests.spark.conftest import create_topics, running_broker
 
 # pyspark 4.0's collect() leaves its local result socket to the garbage collector (fixed in later releases).
 pytestmark = [
@@ -43,8 +43,7 @@ def _messages(partition: int) -> list[Message]:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path_factory.mktemp("spark") / "data").start()
-    try:
+    with running_broker(tmp_path_factory, "spark") as proc:
         create_topics(proc.bootstrap, **{TOPIC: PARTITIONS, "other-a": 2, "other-b": 1})
         for p in range(PARTITIONS):
             produce_confluent(proc.bootstrap, TOPIC, p, _messages(p), "lz4" if p % 2 else None)
@@ -52,8 +51,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         produce_confluent(proc.bootstrap, "other-a", 1, [Message(b"a", b"1"), Message(b"a", b"2")], None)
         produce_confluent(proc.bootstrap, "other-b", 0, [Message(b"b", b"0")], None)
         yield proc
-    finally:
-        stop_broker(proc)
 
 
 def _reader(spark: SparkSession, broker: BrokerProcess, **options: str):

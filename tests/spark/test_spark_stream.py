@@ -14,7 +14,7 @@ from client.spark.stream import ADMISSION_CONTROL
 from client.types import TopicPartition
 from tests.broker_process import BrokerProcess
 from tests.compat.clients import Message, produce_confluent
-from tests.spark.conftest import create_topics, stop_broker
+from tests.spark.conftest import create_topics, running_broker
 
 pytestmark = [
     pytest.mark.filterwarnings(
@@ -28,11 +28,8 @@ Row = tuple[str, int, int, bytes]
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path_factory.mktemp("spark-stream") / "data").start()
-    try:
+    with running_broker(tmp_path_factory, "spark-stream") as proc:
         yield proc
-    finally:
-        stop_broker(proc)
 
 
 def _fill(bootstrap: str, topic: str, partition: int, first: int, count: int) -> None:

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 
 from tests.broker_process import BrokerProcess
 from tests.compat.clients import Message, consume_confluent
-from tests.spark.conftest import create_topics, stop_broker
+from tests.spark.conftest import create_topics, running_broker
 
 pytestmark = [
     pytest.mark.filterwarnings(
@@ -24,13 +24,10 @@ SCHEMA = "key binary, value binary, partition int, headers array<struct<key:stri
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(
-        tmp_path_factory.mktemp("spark-write") / "data", env={"MINIKAFKA_AUTO_CREATE_TOPICS_ENABLE": "false"}
-    ).start()
-    try:
+    with running_broker(
+        tmp_path_factory, "spark-write", {"MINIKAFKA_AUTO_CREATE_TOPICS_ENABLE": "false"}
+    ) as proc:
         yield proc
-    finally:
-        stop_broker(proc)
 
 
 def _rows(n: int) -> list[tuple[bytes | None, bytes | None, int, list[tuple[str, bytes]] | None]]:
