@@ -9,6 +9,7 @@ and the streaming rate limit (`rate_limit`).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -63,13 +64,17 @@ class OffsetTable:
     def __init__(self, consumer: Any, tps: Iterable[tuple[str, int]], bootstrap: str) -> None:
         self.consumer = consumer
         self.keys = [TopicPartition(t, p) for t, p in tps]
-        earliest = consumer.beginning_offsets(self.keys) if self.keys else {}
         latest = consumer.end_offsets(self.keys) if self.keys else {}
-        self.earliest: Offsets = {(tp.topic, tp.partition): earliest.get(tp, -1) for tp in self.keys}
         self.latest: Offsets = {(tp.topic, tp.partition): latest.get(tp, -1) for tp in self.keys}
         missing = [f"{t}-{p}" for (t, p), off in self.latest.items() if off < 0]
         if missing:
             raise MiniKafkaOptionError(f"partition(s) {', '.join(missing)} not found on {bootstrap}")
+
+    @functools.cached_property
+    def earliest(self) -> Offsets:
+        """Log start offsets, asked for on first use (a streaming trigger rarely needs them)."""
+        earliest = self.consumer.beginning_offsets(self.keys) if self.keys else {}
+        return {(tp.topic, tp.partition): earliest.get(tp, -1) for tp in self.keys}
 
     def by_timestamp(self, timestamps: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int | None]:
         """First offset with a timestamp >= the given ms, per partition (None: no such record)."""

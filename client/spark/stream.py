@@ -139,11 +139,12 @@ class MiniKafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return to_json(latest)
         begin = from_json(start)
         for key in latest:
-            begin.setdefault(key, table.earliest[key])
+            if key not in begin:  # a new partition: from its start
+                begin[key] = table.earliest[key]
         if ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
             latest = rate_limit(begin, latest, limit.max_rows)
         # Never move a partition backwards (a partition whose log was cut stays where it was;
-        # partitions() reports the loss).
+        # read_range reports the loss on the executor).
         return to_json({key: max(off, begin.get(key, off)) for key, off in latest.items()})
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
