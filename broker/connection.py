@@ -12,6 +12,16 @@ Wire contract:
   closes the connection (what Kafka does). ApiVersions at an unknown version is
   answered with a v0 body carrying UNSUPPORTED_VERSION and our version table.
 
+Receiving (a `BufferedProtocol`): the socket is read straight into our own
+buffers, so no bytes object is made per read. Small frames arrive in a reusable
+read buffer and are copied out once: Produce frames as a `bytearray` (the
+handler patches batch headers in place, so it needs no copy of its own), others
+as `bytes`. A frame of `DIRECT_FRAME_BYTES` or more gets a buffer of its exact
+size from a shared pool (broker/frame_pool.py) as soon as its size prefix is
+in, and the rest of it is read straight into that; a large Produce is handled
+as a writable memoryview of it, so its bytes are copied by the kernel into the
+frame and from the frame into the page cache, and by nothing else.
+
 Flow control: reading pauses while more than `queued.max.requests` responses
 are outstanding or while the transport's write buffer is above its high-water
 mark (a slow reader cannot grow broker memory), and resumes when both drain.
@@ -38,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.frame_pool import FramePool, new_buffer
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.headers import API_VERSIONS_KEY, RequestHeader, frame_response, parse_request_header
 from protocol.messages import decode_request, encode_response, encode_response_parts, error_response
@@ -50,6 +61,14 @@ log = logging.getLogger("minikafka.connection")
 _I32 = struct.Struct(">i")
 _I32_PAIR = struct.Struct(">ii")
 _API_VERSIONS_FALLBACK_VERSION = 0
+_PRODUCE_KEY = 0
+
+DIRECT_FRAME_BYTES = 64 * 1024
+"""Frames at least this large are read straight into a buffer of their own."""
+READ_BUFFER_BYTES = 256 * 1024
+"""Size of the reusable read buffer that small frames arrive in."""
+_FRAMES = FramePool()
+"""Buffers for large frames, reused across requests and connections (see broker/frame_pool.py)."""
 
 
 class _Slot:
@@ -62,12 +81,19 @@ class _Slot:
         self.done = False
 
 
-class KafkaConnection(asyncio.Protocol):
+class KafkaConnection(asyncio.BufferedProtocol):
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        self._buf = bytearray()
+        # The read buffer (anonymous memory: unwritten pages cost no RAM); bytes [_start, _end)
+        # are received and not yet handled.
+        self._buf = new_buffer(READ_BUFFER_BYTES)
+        self._start = 0
+        self._end = 0
+        # A large frame being read straight into its own buffer (see DIRECT_FRAME_BYTES).
+        self._frame: memoryview | None = None
+        self._frame_filled = 0
         self._slots: deque[_Slot] = deque()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._max_frame = int(broker.config["socket.request.max.bytes"])
@@ -114,9 +140,39 @@ class KafkaConnection(asyncio.Protocol):
         self._write_paused = False
         self._update_reading()
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        """Where the next socket read goes: the rest of a large frame, else the read buffer's free tail."""
+        if self._frame is not None:
+            return self._frame[self._frame_filled :]
+        buf = self._buf
+        if len(buf) - self._end < DIRECT_FRAME_BYTES:
+            # Move the unhandled bytes at [_start, _end) to the front (memmove, overlap allowed),
+            # or into a bigger buffer when they would leave too little room behind them.
+            pending = self._end - self._start
+            if pending + DIRECT_FRAME_BYTES <= len(buf):
+                buf.move(0, self._start, pending)
+            else:
+                fresh = new_buffer(2 * pending + DIRECT_FRAME_BYTES)
+                fresh[:pending] = buf[self._start : self._end]
+                self._buf = buf = fresh
+            self._start, self._end = 0, pending
+        return memoryview(buf)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
         self.last_activity = time.monotonic()
-        self._buf += data
+        frame = self._frame
+        if frame is None:
+            self._end += nbytes
+        else:
+            self._frame_filled += nbytes
+            if self._frame_filled < len(frame):
+                return
+            self._frame = None
+            if frame[0] == 0 and frame[1] == _PRODUCE_KEY:
+                self._handle_frame(frame)
+            else:
+                self._handle_frame(bytes(frame))
+            _FRAMES.give(frame)
         self._process_buffer()
 
     def _process_buffer(self) -> None:
@@ -124,24 +180,40 @@ class KafkaConnection(asyncio.Protocol):
 
         Frames left in the buffer wait for `_update_reading` to resume; so even
         one large read full of small requests cannot queue more responses than
-        the flow-control limits allow.
+        the flow-control limits allow. A large frame whose start is buffered
+        moves to a buffer of its own, which the next reads fill.
         """
         buf = self._buf
-        pos = 0
-        n = len(buf)
-        while not self._closing and not self._read_paused and n - pos >= 4:
+        pos = self._start
+        end = self._end
+        while not self._closing and not self._read_paused and end - pos >= 4:
             (size,) = _I32.unpack_from(buf, pos)
             if size <= 0 or size > self._max_frame:
                 self.close(f"frame size {size} outside 1..{self._max_frame}")
                 return
-            if n - pos - 4 < size:
+            have = end - pos - 4
+            if have < size:
+                if size >= DIRECT_FRAME_BYTES and self._frame is None:
+                    try:
+                        frame = _FRAMES.take(size)
+                    except (OSError, MemoryError) as exc:
+                        self.close(f"cannot allocate {size} bytes for a frame: {exc}")
+                        return
+                    frame[:have] = memoryview(buf)[pos + 4 : end]
+                    self._frame, self._frame_filled = frame, have
+                    pos = end
                 break
-            with memoryview(buf) as view:  # one copy out of the buffer (a bytearray slice would be two)
-                frame = bytes(view[pos + 4 : pos + 4 + size])
+            with memoryview(buf) as view:  # the one copy out of the read buffer
+                body = view[pos + 4 : pos + 4 + size]
+                # Produce frames are mutable: the handler patches the batches' offsets in place.
+                is_produce = size >= 2 and body[0] == 0 and body[1] == _PRODUCE_KEY
+                frame = bytearray(body) if is_produce else bytes(body)
+                body.release()
             pos += 4 + size
             self._handle_frame(frame)
-        if pos:
-            del buf[:pos]
+        if pos == end:
+            pos = end = 0
+        self._start, self._end = pos, end
         self._update_reading()
 
     def _check_idle(self) -> None:
@@ -155,7 +227,7 @@ class KafkaConnection(asyncio.Protocol):
         self._idle_timer = asyncio.get_running_loop().call_later(wait, self._check_idle)
 
     # -- dispatch ---------------------------------------------------------
-    def _handle_frame(self, frame: bytes) -> None:
+    def _handle_frame(self, frame: bytes | bytearray | memoryview) -> None:
         try:
             header = parse_request_header(frame)
         except ProtocolError as exc:
@@ -270,7 +342,7 @@ class KafkaConnection(asyncio.Protocol):
         elif not should_pause and self._read_paused:
             self._read_paused = False
             self.transport.resume_reading()
-            if len(self._buf) >= 4:
+            if self._end - self._start >= 4:
                 asyncio.get_running_loop().call_soon(self._process_buffer)
 
     def close(self, reason: str | None = None) -> None:

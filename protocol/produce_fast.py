@@ -13,9 +13,10 @@ reference schema and the encoder):
             records           INT32 length, -1 = null, then that many bytes
 
 The result is the same `Container` the schema decoder gives (fields by name),
-except that `records` is a read-only memoryview into ``buf`` (or None) rather
-than a copy: the frame is immutable `bytes`, so the view stays valid, and the
-produce handler makes the one copy it needs (it rewrites offsets in place), and every malformed input raises ProtocolError,
+except that `records` is a memoryview into ``buf`` (or None) rather than a
+copy. It is writable when ``buf`` is: the broker receives Produce frames as
+bytearrays of their own, and the handler patches batch offsets in place
+there. Every malformed input raises ProtocolError,
 with the same bounds as the generic primitives: lengths and counts are checked
 against the bytes left before anything is read or allocated (every array
 element takes at least one byte). Bytes after the last field are ignored, as
@@ -43,9 +44,9 @@ _ACKS_TIMEOUT_COUNT = struct.Struct(">hii")
 _INDEX_LENGTH = struct.Struct(">ii")
 
 
-def _text(buf: bytes, pos: int, n: int) -> str:
+def _text(buf: bytes | bytearray | memoryview, pos: int, n: int) -> str:
     try:
-        return buf[pos : pos + n].decode("utf-8")
+        return str(buf[pos : pos + n], "utf-8")
     except UnicodeDecodeError as exc:
         raise ProtocolError(f"invalid UTF-8 in string: {exc.reason}") from None
 
@@ -59,8 +60,6 @@ def _length(n: int, left: int, what: str) -> None:
 
 def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) -> Container:
     """Decode a Produce v3-7 request body starting at ``buf[pos]``; ProtocolError if malformed."""
-    if not isinstance(buf, bytes):
-        buf = bytes(buf)
     end = len(buf)
     view = memoryview(buf)
     try:

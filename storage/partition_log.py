@@ -463,7 +463,7 @@ class PartitionLog:
 
     def append(
         self,
-        record_set: bytearray,
+        record_set: bytearray | memoryview,
         headers: Sequence[HeaderLike],
         *,
         leader_epoch: int,

@@ -61,7 +61,7 @@ def _partition_result(
 
 
 def _append(
-    ctx: RequestContext, topic: str, index: int, records: bytes | None, now_ms: int
+    ctx: RequestContext, topic: str, index: int, records: bytes | memoryview | None, now_ms: int
 ) -> tuple[dict[str, Any], PartitionLog | None]:
     broker = ctx.broker
     if topic in INTERNAL_TOPICS:
@@ -69,7 +69,9 @@ def _append(
     plog = broker.get_log(topic, index)
     if not records:
         raise CorruptRecordError("empty record set")
-    buf = bytearray(records)
+    # A Produce frame is a bytearray (broker/connection.py), so its record sets are writable views
+    # and the offsets are patched where they lie; a read-only buffer is copied first.
+    buf = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
     headers = validate_batches(buf)
     max_bytes = plog.config.max_message_bytes
     for h in headers:

@@ -17,7 +17,7 @@ from broker.server import BrokerServer
 from protocol.errors import ErrorCode
 from protocol.headers import encode_request_header
 from protocol.messages import decode_response, encode_request
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, rss_mb
 from tests.wire import RawClient
 
 
@@ -41,6 +41,27 @@ def test_idle_and_stalled_connections_closed(tmp_path: Path) -> None:
     finally:
         assert proc.stop() == 0
     assert "reason=idle for" in proc.log()
+
+
+def test_size_prefix_alone_commits_no_memory(tmp_path: Path) -> None:
+    """40 connections announce 100 MB frames and send 100 KB of each: RAM follows the bytes sent."""
+    proc = limited_broker(tmp_path)
+    assert proc.proc is not None
+    try:
+        before = rss_mb(proc.proc.pid)
+        clients = [RawClient(proc.port) for _ in range(40)]
+        for c in clients:
+            c.sock.sendall(
+                struct.pack(">i", 100_000_000) + struct.pack(">hhih", 0, 7, 1, -1) + b"\0" * 100_000
+            )
+        with RawClient(proc.port) as busy:
+            assert busy.request(18, 2, {}).error_code == 0
+        grown = rss_mb(proc.proc.pid) - before
+        assert grown < 150, f"broker RSS grew by {grown:.0f} MB for 4 MB of partial frames"
+        for c in clients:
+            c.close()
+    finally:
+        assert proc.stop() == 0
 
 
 def test_max_connections_per_ip(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ Raw sockets with our own encoder; the real clients are in tests/compat.
 
 from __future__ import annotations
 
+import itertools
 import struct
 import threading
 import time
@@ -13,6 +14,8 @@ from typing import Any
 import pytest
 
 from protocol.errors import ErrorCode
+from protocol.headers import encode_request_header
+from protocol.messages import encode_request
 from protocol.records import Record, build_batch, decode_batch, read_header, validate_batches
 from tests.broker_process import BrokerProcess
 from tests.wire import RawClient
@@ -260,6 +263,76 @@ def test_pipelined_requests_answered_in_order(broker: BrokerProcess) -> None:
                 )
         for cid, key, version in sent:
             c.recv(key, version, cid)
+
+
+def test_frames_split_at_any_byte_large_and_small(broker: BrokerProcess) -> None:
+    """Small frames, large ones (read straight into pooled buffers) and size prefixes cut anywhere.
+
+    The second large Produce is smaller than the first and lands in the same
+    reused buffer: none of the first one's bytes may leak into it.
+    """
+
+    def frame(api_key: int, version: int, cid: int, body: dict[str, Any]) -> bytes:
+        payload = encode_request_header(api_key, version, cid, "split") + encode_request(
+            api_key, version, body
+        )
+        return struct.pack(">i", len(payload)) + payload
+
+    big_values = [bytes([i]) * 90_000 for i in range(4)]
+    records = b"".join(batch(v) for v in big_values) + batch(b"tail")
+    produce_body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": "split", "partition_data": [{"index": 0, "records": records}]}],
+    }
+    many_topics = {
+        "topics": [{"name": f"missing-topic-{i:06d}"} for i in range(8000)],
+        "allow_auto_topic_creation": False,
+    }
+
+    def produce_of(records: bytes) -> dict[str, Any]:
+        return {
+            **produce_body,
+            "topic_data": [{"name": "split", "partition_data": [{"index": 0, "records": records}]}],
+        }
+
+    again = [b"\xaa" * 70_000, b"\xbb" * 70_000]
+    frames = [
+        frame(18, 2, 1, {}),
+        frame(0, 7, 2, produce_body),  # ~360 KB
+        frame(3, 5, 3, many_topics),  # ~190 KB, not a Produce
+        frame(0, 7, 4, produce_of(batch(b"small"))),
+        frame(0, 7, 5, produce_of(batch(*again))),  # ~140 KB, in a reused buffer
+        frame(18, 2, 6, {}),
+    ]
+    stream = b"".join(frames)
+    with RawClient(broker.port) as c:
+        create(c, "split")
+        # every size prefix cut in two, large frames cut inside, pieces read one by one
+        ends = list(itertools.accumulate(len(f) for f in frames))
+        cuts = sorted({0, 1000, 70_001, 70_003, 200_000, 500_000, *(e + 2 for e in ends[:-1]), ends[-1]})
+        for a, b in itertools.pairwise(cuts):
+            c.sock.sendall(stream[a:b])
+            time.sleep(0.02)  # let the broker read each piece on its own
+        assert c.recv(18, 2, 1).error_code == 0
+        assert c.recv(0, 7, 2).responses[0].partition_responses[0].base_offset == 0
+        meta = c.recv(3, 5, 3)
+        assert len(meta.topics) == 8000 and {t.error_code for t in meta.topics} == {
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        }
+        assert c.recv(0, 7, 4).responses[0].partition_responses[0].base_offset == 5
+        assert c.recv(0, 7, 5).responses[0].partition_responses[0].base_offset == 6
+        assert c.recv(18, 2, 6).error_code == 0
+        got = []
+        offset = 0
+        while offset < 8:
+            part = fetch(c, "split", offset)
+            for h in validate_batches(part.records):
+                _, recs = decode_batch(part.records[h.position : h.position + h.size])
+                got += [(h.offset_of(r), r.value) for r in recs]
+            offset = got[-1][0] + 1
+        assert got == [(i, v) for i, v in enumerate([*big_values, b"tail", b"small", *again])]
 
 
 def test_produce_errors_keep_connection_usable(broker: BrokerProcess) -> None:

@@ -80,10 +80,17 @@ def test_offset_and_buffer_types() -> None:
     body = encode_request(0, 7, obj)
     expected = _decode("REQUEST", 0, 7, body)
     assert decode_produce_request(b"xyz" + body, 3) == expected
-    got = decode_produce_request(memoryview(bytearray(body)))
+    # a writable buffer gives writable record views into it (the broker patches offsets there)
+    frame = bytearray(body)
+    got = decode_produce_request(memoryview(frame))
     assert got == expected
     view = got.topic_data[0].partition_data[0].records
-    assert isinstance(view, memoryview) and view.readonly and bytes(view) == b"RB"
+    assert isinstance(view, memoryview) and not view.readonly and bytes(view) == b"RB"
+    view[0:1] = b"X"
+    assert frame[-2:] == b"XB"
+    # an immutable frame gives read-only views
+    view = decode_produce_request(body).topic_data[0].partition_data[0].records
+    assert view.readonly and bytes(view) == b"RB"
 
 
 def test_huge_counts_fail_fast() -> None:
