@@ -68,6 +68,17 @@ class File:
         self._size = pos + n
         return pos
 
+    def write_at(self, data: BytesLike, pos: int) -> None:
+        """Overwrite bytes at ``pos`` (the file's size grows if they reach past its end).
+
+        Not all-or-nothing: a failure may leave part of ``data`` written. For
+        files whose content can be rebuilt (indexes), not for the log.
+        """
+        with memoryview(data) as mv:
+            flat = mv.cast("B")
+            self._fs._pwrite_all(self, flat, pos)
+            self._size = max(self._size, pos + flat.nbytes)
+
     def pread(self, n: int, pos: int) -> bytes:
         """Up to ``n`` bytes from ``pos`` (fewer only at the end of the file)."""
         if n <= 0:

@@ -25,6 +25,7 @@ rebuild, never to a crash.
 from __future__ import annotations
 
 import mmap
+import struct
 from bisect import bisect_left, bisect_right
 from typing import ClassVar
 
@@ -38,6 +39,13 @@ __all__ = ["CorruptIndexError", "MappedIndex", "OffsetIndex", "TimeIndex"]
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _WARM_BYTES = 8192
+# Appends read the last entry with struct from the mapping (numpy's per-field views cost
+# microseconds per call) and write the new one with pwrite, not through the mapping: a store
+# into a mapped page that is new or was just written back takes a page fault that blocks on
+# the filesystem (measured ~3x the cost of pwrite with 64 active indexes). The mapping sees
+# the written bytes at once (one page cache).
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
 
 
 class MappedIndex:
@@ -229,9 +237,13 @@ class OffsetIndex(MappedIndex):
         if not 0 <= rel <= INT32_MAX:
             raise ValueError(f"relative offset {rel} does not fit in int32")
         n = self._entries
-        if n and (rel <= self._arr["rel"][n - 1] or position <= self._arr["pos"][n - 1]):
-            raise ValueError(f"index entry ({offset}, {position}) does not increase on the last entry")
-        self._arr[n] = (rel, position)
+        mm = self._mm
+        assert mm is not None  # active, so mapped
+        if n:
+            last_rel, last_pos = _OFFSET_ENTRY.unpack_from(mm, (n - 1) * 8)
+            if rel <= last_rel or position <= last_pos:
+                raise ValueError(f"index entry ({offset}, {position}) does not increase on the last entry")
+        self._file.write_at(_OFFSET_ENTRY.pack(rel, position), n * 8)
         self._entries = n + 1
 
     def lookup(self, offset: int) -> tuple[int, int]:
@@ -294,16 +306,18 @@ class TimeIndex(MappedIndex):
         entry was added; a full index skips the entry (it is sparse anyway).
         """
         n = self._entries
-        if timestamp <= (self._arr["ts"][n - 1] if n else -1):
+        mm = self._mm
+        last_ts, last_rel = _TIME_ENTRY.unpack_from(mm, (n - 1) * 12) if n and mm is not None else (-1, -1)
+        if timestamp <= last_ts:
             return False
-        if not self._active or n >= self.max_entries:
+        if not self._active or mm is None or n >= self.max_entries:
             return False
         rel = offset - self.base_offset
         if not 0 <= rel <= INT32_MAX:
             raise ValueError(f"relative offset {rel} does not fit in int32")
-        if n and rel < self._arr["rel"][n - 1]:
+        if rel < last_rel:
             raise ValueError(f"time index offset {offset} goes backwards")
-        self._arr[n] = (timestamp, rel)
+        self._file.write_at(_TIME_ENTRY.pack(timestamp, rel), n * 12)
         self._entries = n + 1
         return True
 

@@ -218,7 +218,8 @@ class LogSegment:
         ``batches`` describes each batch in ``data`` for per-batch index entries
         (as Kafka and `recover` do); without it ``data`` is indexed as one unit
         (last offset ``last_offset``, max timestamp ``max_timestamp``).
-        On `OSError` nothing was written and the indexes are unchanged.
+        On `OSError` from the log write nothing was written and the indexes are
+        unchanged; an `OSError` from an index write leaves ``log_file.failed`` set.
         """
         if first_offset < self._next_offset:
             raise ValueError(f"offset {first_offset} is below the segment's next offset {self._next_offset}")
@@ -227,16 +228,22 @@ class LogSegment:
         if not self.active:
             raise ValueError("append to an inactive segment")
         position = self._log.write(data)
-        if batches is None:
-            if max_timestamp > self._max_timestamp:
-                self._max_timestamp = max_timestamp
-                self._offset_of_max_timestamp = offset_of_max_timestamp
-            self._index_batch(position, last_offset, -1, len(data))
-        else:
-            end = len(data)
-            for i, (rel, last, ts) in enumerate(batches):
-                nxt = batches[i + 1][0] if i + 1 < len(batches) else end
-                self._index_batch(position + rel, last, ts, nxt - rel)
+        try:
+            if batches is None:
+                if max_timestamp > self._max_timestamp:
+                    self._max_timestamp = max_timestamp
+                    self._offset_of_max_timestamp = offset_of_max_timestamp
+                self._index_batch(position, last_offset, -1, len(data))
+            else:
+                end = len(data)
+                for i, (rel, last, ts) in enumerate(batches):
+                    nxt = batches[i + 1][0] if i + 1 < len(batches) else end
+                    self._index_batch(position + rel, last, ts, nxt - rel)
+        except OSError:
+            # The log holds batches its index does not: unusable until recovery rebuilds the
+            # index (the owner sees `failed` and takes the partition offline).
+            self._log.failed = True
+            raise
         self._next_offset = last_offset + 1
         self._gen += 1
         return position

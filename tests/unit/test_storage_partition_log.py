@@ -565,6 +565,24 @@ def test_failed_write_leaves_log_unchanged(tmp_path) -> None:
     reopened.close()
 
 
+def test_failed_index_write_takes_log_offline_and_recovery_rebuilds(tmp_path) -> None:
+    fs = FaultyFileSystem()
+    config = LogConfig(index_interval_bytes=100)
+    log = _open(tmp_path, config, fs=fs)
+    append(log, make_batch(2, value_size=200), now_ms=0)
+    fs.fail_next_write(".index")
+    with pytest.raises(KafkaStorageError):
+        append(log, make_batch(3, value_size=200), now_ms=0)
+    assert log.offline  # the log is ahead of its index: nothing more until recovery
+    with pytest.raises(KafkaStorageError):
+        append(log, make_batch(1), now_ms=0)
+    log.close()
+    reopened = _open(tmp_path, config, recover=True)
+    assert reopened.log_end_offset == 5  # the batch reached the log; recovery indexes it
+    assert _offsets(reopened.read(2, 10**6).data) == [(2, 4)]
+    reopened.close()
+
+
 def test_failed_fsync_takes_log_offline(tmp_path) -> None:
     fs = FaultyFileSystem()
     log = _open(tmp_path, fs=fs)
