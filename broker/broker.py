@@ -95,6 +95,8 @@ class Broker:
     ) -> None:
         self.logs.create_topic(name, partitions, configs or {}, validate_only=validate_only)
         if not validate_only:
+            for p in range(partitions):
+                self.get_log(name, p).become_leader(self.leader_epoch)
             log.info("created topic %s with %d partitions", name, partitions)
 
     def delete_topic(self, name: str) -> None:

@@ -395,6 +395,20 @@ class PartitionLog:
     def latest_epoch(self) -> int:
         return self._epochs.latest_epoch
 
+    def become_leader(self, leader_epoch: int) -> None:
+        """Record that ``leader_epoch`` starts at the LEO, if newer (Kafka's makeLeader does this).
+
+        Done when leadership starts rather than on the first append, so the
+        checkpoint's fsync is paid by topic creation, not by the first Produce.
+        `append` still assigns a newer epoch itself if this was not called.
+        """
+        self._check_usable()
+        if leader_epoch > self._epochs.latest_epoch:
+            try:
+                self._epochs.assign(leader_epoch, self._leo)
+            except OSError as exc:
+                raise KafkaStorageError(f"leader epoch checkpoint of {self.directory} failed: {exc}") from exc
+
     @property
     def offline(self) -> bool:
         return self._offline is not None

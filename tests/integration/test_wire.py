@@ -520,6 +520,8 @@ def test_segment_files_on_disk(broker: BrokerProcess) -> None:
     sent = [batch(*[bytes([65 + i]) * 300] * 5) for i in range(30)]
     with RawClient(broker.port) as c:
         create(c, "disk")
+        # leadership starts at creation: epoch 0 from offset 0 is on disk before any produce
+        assert (broker.data_dir / "disk-0" / "leader-epoch-checkpoint").read_bytes() == b"0\n1\n0 0\n"
         for b in sent:
             produce(c, "disk", b)
     assert broker.stop() == 0  # clean close trims the indexes

@@ -501,6 +501,21 @@ def test_leader_epochs_rebuilt_from_batches(tmp_path) -> None:
     reopened.close()
 
 
+def test_become_leader_records_the_epoch_at_the_log_end(tmp_path) -> None:
+    log = _open(tmp_path)
+    checkpoint = tmp_path / "t-0" / "leader-epoch-checkpoint"
+    log.become_leader(0)  # a new topic's partition: epoch 0 from offset 0, written before any append
+    assert log.leader_epochs.entries == [(0, 0)]
+    assert checkpoint.read_bytes() == b"0\n1\n0 0\n"
+    append(log, make_batch(3), epoch=0)
+    log.become_leader(0)  # the same epoch again: nothing new
+    log.become_leader(2)
+    assert log.leader_epochs.entries == [(0, 0), (2, 3)]
+    append(log, make_batch(1), epoch=2)
+    assert log.leader_epochs.entries == [(0, 0), (2, 3)]
+    log.close()
+
+
 def test_recovery_truncation_drops_later_leader_epochs(tmp_path) -> None:
     log = _open(tmp_path)
     append(log, make_batch(2), epoch=1)
