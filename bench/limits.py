@@ -6,16 +6,24 @@
 - `disk_write_fsync()`: sequential 1 MB writes of `size_mb` into a temp dir
   followed by one fsync (fio `--end_fsync=1`, or `dd conv=fsync` when fio is
   missing), bytes/s. The baseline for acks=all (group-commit fsync).
+- `socket_to_file()`: the least any Python broker must do per produced byte:
+  a child process streams `size_mb` MB over loopback TCP, and this process
+  receives it into one reused buffer and appends it to a new file with
+  `os.pwrite` (page cache, no fsync). The baseline that shows what this
+  machine's kernel copies cost before any broker logic.
 
-Both return (bytes/s, tool used); a missing tool is a `RuntimeError` naming it
+All return (bytes/s, tool used); a missing tool is a `RuntimeError` naming it
 (`make bench` installs them: see the Makefile's bench-tools step).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -93,3 +101,44 @@ def disk_write_fsync(size_mb: int = 512, directory: str | None = None) -> tuple[
             check=True,
         )
         return size_mb * 1_048_576 / (time.perf_counter() - start), "dd conv=fsync, 1 MB blocks"
+
+
+_SENDER = """
+import socket, sys
+size_mb, port = int(sys.argv[1]), int(sys.argv[2])
+block = bytes(range(256)) * 4096
+with socket.create_connection(("127.0.0.1", port)) as s:
+    for _ in range(size_mb):
+        s.sendall(block)
+"""
+
+
+def socket_to_file(size_mb: int = 1000, directory: str | None = None) -> tuple[float, str]:
+    """Loopback TCP from a child process into a file via one Python recv_into/pwrite loop: bytes/s."""
+    with tempfile.TemporaryDirectory(dir=directory) as tmp, socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        sender = subprocess.Popen(
+            [sys.executable, "-c", _SENDER, str(size_mb), str(listener.getsockname()[1])]
+        )
+        conn, _ = listener.accept()
+        fd = os.open(os.path.join(tmp, "sink"), os.O_WRONLY | os.O_CREAT)
+        buf = bytearray(1 << 20)
+        view = memoryview(buf)
+        pos = 0
+        try:
+            start = time.perf_counter()
+            while True:
+                n = conn.recv_into(view)
+                if n == 0:
+                    break
+                os.pwrite(fd, view[:n], pos)
+                pos += n
+            elapsed = time.perf_counter() - start
+        finally:
+            os.close(fd)
+            conn.close()
+            sender.wait(30)
+        if pos != size_mb << 20:
+            raise RuntimeError(f"socket_to_file received {pos} of {size_mb << 20} bytes")
+        return pos / elapsed, "Python recv_into + os.pwrite, 1 MB buffer"

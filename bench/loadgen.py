@@ -16,11 +16,13 @@ pays for a (C) broker on the same cores: a lower bound of the generator's own.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
@@ -129,15 +131,33 @@ def kcat_produce(bootstrap: str, topic: str, paths: list[Path], n: int, acks: st
     return n / (time.perf_counter() - start)
 
 
-def kcat_consume(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
-    """(records/s with kcat's start-up taken out, start-up seconds) reading n records from the start.
+class ConsumeRun(NamedTuple):
+    rate: float  # records/s, start-up taken out
+    startup: float  # seconds
+    broker_cpu: float  # broker CPU seconds during the timed read (0 without a pid)
+    consumer_cpu: float  # kcat's own CPU seconds during the timed read
+    seconds: float  # wall seconds of the timed read
 
-    kcat -C -c n writes the records to /dev/null; the start-up (metadata,
-    connecting to the leader, the first fetch) is timed apart by a kcat that
-    reads one record, and subtracted, as the confluent-kafka figure does.
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def kcat_consume(bootstrap: str, topic: str, n: int, broker_pid: int | None = None) -> ConsumeRun:
+    """kcat -C reading n records from the start, into /dev/null.
+
+    The start-up (metadata, connecting to the leader, the first fetch) is timed
+    apart by a kcat that reads one record, and subtracted, as the
+    confluent-kafka figure does. The CPU both sides used during the full read
+    shows which one is the limit: on two cores kcat, which formats and writes
+    every record, usually is.
     """
 
-    def timed(count: int) -> float:
+    def timed(count: int) -> tuple[float, float]:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(
             [_kcat(), "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-c", str(count), "-q"]
@@ -147,11 +167,33 @@ def kcat_consume(bootstrap: str, topic: str, n: int) -> tuple[float, float]:
             timeout=600,
             check=True,
         )
-        return time.perf_counter() - start
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
-    startup = min(timed(1), timed(1))
-    total = timed(n)
-    return n / max(total - startup, 1e-3), startup
+    startup = min(timed(1)[0], timed(1)[0])
+    broker_before = cpu_seconds(broker_pid) if broker_pid else 0.0
+    total, kcat_cpu = timed(n)
+    broker_cpu = cpu_seconds(broker_pid) - broker_before if broker_pid else 0.0
+    return ConsumeRun(n / max(total - startup, 1e-3), startup, broker_cpu, kcat_cpu, total)
+
+
+def py_big_ceiling(n: int, payload: bytes, **extra: object) -> float:
+    """confluent-kafka `py_produce` of n large records into librdkafka's mock cluster: records/s.
+
+    The generator's own limit for the 1 MB cell (its copies and librdkafka's
+    framing, plus a C broker on the same cores). The mock cluster creates
+    topics with 4 partitions.
+    """
+    return py_produce(
+        "127.0.0.1:1",
+        "ceiling",
+        n,
+        payload,
+        4,
+        "1",
+        **{"test.mock.num.brokers": 1, **extra},
+    )
 
 
 def py_produce(
