@@ -61,6 +61,7 @@ log = logging.getLogger("minikafka.connection")
 _I32 = struct.Struct(">i")
 _I32_PAIR = struct.Struct(">ii")
 _API_VERSIONS_FALLBACK_VERSION = 0
+_I16 = struct.Struct(">h")
 _PRODUCE_KEY = 0
 
 DIRECT_FRAME_BYTES = 64 * 1024
@@ -69,6 +70,12 @@ READ_BUFFER_BYTES = 256 * 1024
 """Size of the reusable read buffer that small frames arrive in."""
 _FRAMES = FramePool()
 """Buffers for large frames, reused across requests and connections (see broker/frame_pool.py)."""
+
+
+def _is_produce(frame: memoryview) -> bool:
+    """Whether a frame (size prefix removed) is a Produce request: those are handed over mutable,
+    because the handler patches the batches' offsets in place."""
+    return len(frame) >= 2 and _I16.unpack_from(frame)[0] == _PRODUCE_KEY
 
 
 class _Slot:
@@ -168,10 +175,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self._frame_filled < len(frame):
                 return
             self._frame = None
-            if frame[0] == 0 and frame[1] == _PRODUCE_KEY:
-                self._handle_frame(frame)
-            else:
-                self._handle_frame(bytes(frame))
+            self._handle_frame(frame if _is_produce(frame) else bytes(frame))
             _FRAMES.give(frame)
         self._process_buffer()
 
@@ -205,9 +209,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 break
             with memoryview(buf) as view:  # the one copy out of the read buffer
                 body = view[pos + 4 : pos + 4 + size]
-                # Produce frames are mutable: the handler patches the batches' offsets in place.
-                is_produce = size >= 2 and body[0] == 0 and body[1] == _PRODUCE_KEY
-                frame = bytearray(body) if is_produce else bytes(body)
+                frame = bytearray(body) if _is_produce(body) else bytes(body)
                 body.release()
             pos += 4 + size
             self._handle_frame(frame)

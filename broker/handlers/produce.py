@@ -69,8 +69,8 @@ def _append(
     plog = broker.get_log(topic, index)
     if not records:
         raise CorruptRecordError("empty record set")
-    # A Produce frame is a bytearray (broker/connection.py), so its record sets are writable views
-    # and the offsets are patched where they lie; a read-only buffer is copied first.
+    # The connection hands Produce frames over writable (broker/connection.py), so the record sets
+    # are writable views and the offsets are patched where they lie; a read-only buffer is copied.
     buf = records if isinstance(records, memoryview) and not records.readonly else bytearray(records)
     headers = validate_batches(buf)
     max_bytes = plog.config.max_message_bytes
