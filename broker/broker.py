@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from broker.config import BrokerConfig
+from broker.frame_pool import FramePool
 from broker.group_commit import GroupCommit
 from broker.groups import create_coordinator
 from broker.log_tasks import LogTasks
@@ -70,6 +71,7 @@ class Broker:
         self.group_commit = GroupCommit()
         self.waiters: dict[TopicPartition, set[asyncio.Future[None]]] = {}
         self.connections: set[KafkaConnection] = set()
+        self.frames = FramePool()  # buffers for large request frames, shared by the connections
         self.shutting_down = False
         self.metrics: BrokerMetrics | None = None  # set by the server when metrics.port is configured
         self._rebuild_producer_state()

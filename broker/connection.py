@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker import registry
 from broker.context import RequestContext
-from broker.frame_pool import FramePool, new_buffer
+from broker.frame_pool import new_buffer
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.headers import API_VERSIONS_KEY, RequestHeader, frame_response, parse_request_header
 from protocol.messages import decode_request, encode_response, encode_response_parts, error_response
@@ -68,8 +68,6 @@ DIRECT_FRAME_BYTES = 64 * 1024
 """Frames at least this large are read straight into a buffer of their own."""
 READ_BUFFER_BYTES = 256 * 1024
 """Size of the reusable read buffer that small frames arrive in."""
-_FRAMES = FramePool()
-"""Buffers for large frames, reused across requests and connections (see broker/frame_pool.py)."""
 
 
 def _is_produce(frame: memoryview) -> bool:
@@ -176,7 +174,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             self._frame = None
             self._handle_frame(frame if _is_produce(frame) else bytes(frame))
-            _FRAMES.give(frame)
+            self.broker.frames.give(frame)
         self._process_buffer()
 
     def _process_buffer(self) -> None:
@@ -199,7 +197,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if have < size:
                 if size >= DIRECT_FRAME_BYTES and self._frame is None:
                     try:
-                        frame = _FRAMES.take(size)
+                        frame = self.broker.frames.take(size)
                     except (OSError, MemoryError) as exc:
                         self.close(f"cannot allocate {size} bytes for a frame: {exc}")
                         return

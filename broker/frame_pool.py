@@ -6,20 +6,25 @@ freeing unmaps it again (with CPython's zero-filling of a `bytearray`, about a
 quarter of the broker's CPU when producing 1 MB batches). A buffer that has
 been used once is already mapped, and the socket read overwrites it.
 
-Buffers are anonymous `mmap`s (`new_buffer`), not bytearrays: their pages take
-memory only once written, so a client that sends a size prefix of 100 MB and
-nothing more costs address space, not RAM (the bytes that do arrive cost what
-they would anyway).
+Buffers are private anonymous `mmap`s (`new_buffer`), not bytearrays: their
+pages take memory only once written, so a client that sends a size prefix of
+100 MB and nothing more costs address space, not RAM (the bytes that do arrive
+cost what they would anyway). Private, not shared: a shared anonymous mapping is
+shmem, whose page faults and frees cost more.
 
 Contract:
 - `take(size)` returns a writable memoryview of exactly ``size`` bytes whose
   contents are unspecified (the caller fills all of it before reading).
-- `give(view)` hands it back once the frame is handled. The view is released,
-  and its buffer is kept only if nothing else still refers to it (a handler
-  may have kept a slice, e.g. a record set still queued somewhere): otherwise
-  it is left to the garbage collector and never reused, so a reused buffer can
-  never change bytes someone still reads.
+- `give(view)` hands it back once the frame is handled, and releases the view.
+  The buffer is reused by a later `take` only if by then nothing else refers
+  to it. Something often still does at `give` time: the event loop holds the
+  buffer of the read that completed the frame until the read callback returns,
+  and a handler may keep a slice (e.g. a record set still queued somewhere). A
+  buffer that is still referenced is checked again at the next `take`; one that
+  stays referenced is left to the garbage collector and never reused, so a
+  reused buffer can never change bytes someone still reads.
 - At most `max_buffers` buffers, each at most `max_buffer_bytes`, are kept.
+- `allocated` and `reused` count the buffers `take` made and the ones it reused.
 """
 
 from __future__ import annotations
@@ -27,25 +32,37 @@ from __future__ import annotations
 import mmap
 import sys
 
-# sys.getrefcount of a buffer referenced only by one local name (the call's argument is the other).
-_UNSHARED = 2
+# sys.getrefcount of a returned buffer that only the pool refers to: the `_returned` list, the
+# loop variable in `_reclaim` and the call's own argument.
+_ONLY_POOL = 3
 
 
 def new_buffer(size: int) -> mmap.mmap:
     """Anonymous private memory of ``size`` bytes (> 0), zero until written, resident only once written."""
-    return mmap.mmap(-1, size)
+    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
 
 
 class FramePool:
     def __init__(self, max_buffers: int = 4, max_buffer_bytes: int = 16 << 20) -> None:
         self.max_buffers = max_buffers
         self.max_buffer_bytes = max_buffer_bytes
-        self._free: list[mmap.mmap] = []
+        self.allocated = 0
+        self.reused = 0
+        self._free: list[mmap.mmap] = []  # referenced by nothing outside the pool
+        self._returned: list[mmap.mmap] = []  # handed back, perhaps still referenced
 
     def take(self, size: int) -> memoryview:
-        """A writable view of ``size`` bytes: the smallest kept buffer big enough, else a new one."""
-        fits = [i for i, buf in enumerate(self._free) if len(buf) >= size]
-        buf = self._free.pop(min(fits, key=lambda i: len(self._free[i]))) if fits else new_buffer(size)
+        """A writable view of ``size`` bytes: the smallest free buffer big enough, else a new one."""
+        if self._returned:
+            self._reclaim()
+        free = self._free
+        fits = [i for i, buf in enumerate(free) if len(buf) >= size]
+        if fits:
+            buf = free.pop(min(fits, key=lambda i: len(free[i])))
+            self.reused += 1
+        else:
+            buf = new_buffer(size)
+            self.allocated += 1
         return memoryview(buf)[:size]
 
     def give(self, view: memoryview) -> None:
@@ -54,8 +71,19 @@ class FramePool:
         view.release()  # drops the view's reference to ``buf``; live slices of it keep theirs
         if type(buf) is not mmap.mmap or len(buf) > self.max_buffer_bytes:
             return
-        if sys.getrefcount(buf) > _UNSHARED:
-            return  # someone still holds a slice: never hand these bytes out again
-        self._free.append(buf)
-        if len(self._free) > self.max_buffers:
-            self._free.pop(min(range(len(self._free)), key=lambda i: len(self._free[i])))
+        self._returned.append(buf)
+        if len(self._returned) > self.max_buffers:
+            del self._returned[0]  # still referenced after max_buffers more frames: let it go
+
+    def _reclaim(self) -> None:
+        """Move returned buffers nothing else refers to any more to the free list (smallest dropped)."""
+        held = []
+        for buf in self._returned:
+            if sys.getrefcount(buf) > _ONLY_POOL:
+                held.append(buf)
+            else:
+                self._free.append(buf)
+        self._returned = held
+        free = self._free
+        while len(free) > self.max_buffers:
+            free.pop(min(range(len(free)), key=lambda i: len(free[i])))

@@ -14,7 +14,10 @@ path pays one `is None` check. Exposed families (all prefixed `minikafka_`):
   group_lag{group,topic,partition} (high watermark minus committed offset),
   read at scrape time from the broker's own state;
 - log_segments_deleted_total, log_cleaner_runs_total: retention and cleaner
-  activity, counted by the background log tasks.
+  activity, counted by the background log tasks;
+- frame_buffers_allocated_total / frame_buffers_reused_total: receive buffers
+  for large request frames made new and reused (broker/frame_pool.py); a
+  steady stream of large Produce requests should mostly reuse.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from protocol.messages import API_NAMES
@@ -54,7 +57,7 @@ class _StateCollector(Collector):
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
+    def collect(self) -> Iterable[Metric]:
         b = self.broker
         size = GaugeMetricFamily(
             "minikafka_log_size_bytes", "bytes in a partition's segments", labels=["topic", "partition"]
@@ -70,6 +73,13 @@ class _StateCollector(Collector):
             start.add_metric(labels, float(plog.log_start_offset))
         yield from (size, end, start)
         yield GaugeMetricFamily("minikafka_connections", "open client connections", value=len(b.connections))
+        frames = b.frames
+        yield CounterMetricFamily(
+            "minikafka_frame_buffers_allocated", "large-frame receive buffers made", value=frames.allocated
+        )
+        yield CounterMetricFamily(
+            "minikafka_frame_buffers_reused", "large-frame receive buffers reused", value=frames.reused
+        )
         parked = {id(f) for futures in b.waiters.values() for f in futures}
         yield GaugeMetricFamily("minikafka_parked_fetches", "fetches waiting for data", value=len(parked))
         groups = getattr(b, "groups", None)

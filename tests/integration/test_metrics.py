@@ -69,6 +69,14 @@ def test_metrics_move_with_traffic(tmp_path: Path) -> None:
             assert fetch(c, "metered", 999).error_code == 1
         after = scrape(mport)
         assert value(after, "minikafka_request_errors_total", api="Fetch", version="11", error="1") == 1
+        # large Produce frames, one after another: their receive buffers are reused, not made anew
+        big = KafkaProducer(bootstrap_servers=proc.bootstrap, linger_ms=0, max_request_size=2_000_000)
+        for i in range(6):
+            big.send("metered", value=bytes([i]) * 300_000).get(20)
+        big.close()
+        frames = scrape(mport)
+        made = value(frames, "minikafka_frame_buffers_allocated_total")
+        assert 1 <= made <= 2 and value(frames, "minikafka_frame_buffers_reused_total") >= 6 - made
     finally:
         assert proc.stop() == 0, proc.log()
 

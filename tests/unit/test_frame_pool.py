@@ -46,3 +46,28 @@ def test_take_larger_than_every_kept_buffer_allocates() -> None:
     pool.give(small)
     big = pool.take(5000)
     assert len(big) == 5000 and len(big.obj) == 5000
+
+
+def test_buffer_still_read_at_give_is_reused_once_that_reader_lets_go() -> None:
+    """The event loop holds the buffer of the read that completed a frame until its callback
+    returns, which is after the frame was handled and handed back."""
+    pool = FramePool()
+    view = pool.take(1000)
+    in_flight = view[500:]  # the read's buffer, as the loop holds it
+    first = id(view.obj)  # not a reference: that would pin the buffer
+    pool.give(view)
+    in_flight.release()  # the read callback returned
+    again = pool.take(1000)
+    assert id(again.obj) == first and (pool.allocated, pool.reused) == (1, 1)
+
+
+def test_counts_allocations_and_reuses() -> None:
+    pool = FramePool()
+    for _ in range(3):
+        pool.give(pool.take(100_000))
+    kept = pool.take(100_000)
+    slice_ = kept[:10]
+    pool.give(kept)
+    pool.take(100_000)  # the kept slice pins the only buffer
+    assert (pool.allocated, pool.reused) == (2, 3)
+    assert len(slice_) == 10
