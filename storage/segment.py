@@ -60,6 +60,9 @@ assert _HEADER.size == RECORD_BATCH_OVERHEAD
 _BATCH_LENGTH = struct.Struct(">i")  # at byte 8
 _SCAN_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 1024 * 1024
+LOG_RESERVE_BYTES = 4 * 1024 * 1024
+"""Disk blocks reserved ahead of the active segment's appends (see storage/fs.py); 1 MB to 16 MB
+steps measured alike, so a small one keeps many partitions' reservations small."""
 
 # (position of the batch inside the appended bytes, its last offset, its max timestamp)
 BatchIndexInfo = tuple[int, int, int]
@@ -119,6 +122,7 @@ class LogSegment:
         seg.time_index.reset()
         seg.indexes_missing = False
         seg.created_ms = now_ms
+        seg._log.reserve_ahead = LOG_RESERVE_BYTES
         return seg
 
     @classmethod
@@ -519,16 +523,21 @@ class LogSegment:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def make_active(self) -> None:
-        """Preallocate and map the indexes read-write (this becomes the segment appended to)."""
+        """Preallocate and map the indexes read-write, reserve blocks ahead of `.log` appends
+        (this becomes the segment appended to)."""
         self.offset_index.make_active()
         self.time_index.make_active()
+        self._log.reserve_ahead = LOG_RESERVE_BYTES
 
     def seal(self) -> None:
-        """No more appends: add the final time-index entry and trim both indexes (on roll or close)."""
+        """No more appends: add the final time-index entry, trim both indexes and give back the
+        `.log`'s reserved blocks (on roll or close)."""
         if self.time_index.active and self._max_timestamp >= 0:
             self.time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
         self.offset_index.trim()
         self.time_index.trim()
+        self._log.reserve_ahead = 0
+        self._log.release_reserve()
         self._gen += 1
 
     def flush(self) -> bool:

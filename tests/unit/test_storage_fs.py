@@ -9,7 +9,7 @@ import pytest
 from storage import naming
 from storage.checkpoint import CorruptCheckpointError, format_checkpoint, read_offsets, write_offsets
 from storage.config import LogConfig
-from storage.fs import FaultyFileSystem, FileSystem
+from storage.fs import FaultyFileSystem, FileSystem, reserve_blocks
 from storage.leader_epoch import LeaderEpochCache
 
 # -- naming ----------------------------------------------------------------------------------
@@ -102,6 +102,68 @@ def test_failed_write_leaves_no_partial_bytes(tmp_path) -> None:
     assert f.write(b"c") == 100  # the next write works and lands right after the old data
     with open(path, "rb") as raw:
         assert raw.read() == b"a" * 100 + b"c"
+    f.close()
+
+
+def _allocated(path) -> int:
+    return os.stat(path).st_blocks * 512
+
+
+def _reserving_file(tmp_path, step: int, fs: FileSystem | None = None):  # type: ignore[no-untyped-def]
+    """A new `File` reserving ``step`` bytes ahead, and its path; skips where fallocate is missing."""
+    fd = os.open(tmp_path / "probe", os.O_CREAT | os.O_RDWR)
+    try:
+        if not reserve_blocks(fd, 0, 4096):
+            pytest.skip("this filesystem has no fallocate(FALLOC_FL_KEEP_SIZE)")
+    finally:
+        os.close(fd)
+        os.unlink(tmp_path / "probe")
+    path = tmp_path / "seg.log"
+    f = (fs or FileSystem()).open(str(path))
+    f.reserve_ahead = step
+    return f, path
+
+
+def test_reserve_ahead_allocates_past_the_end_without_changing_size_or_content(tmp_path) -> None:
+    f, path = _reserving_file(tmp_path, 1 << 20)
+    chunks = [bytes([i]) * 300_000 for i in range(5)]  # 1.5 MB: the reservation steps to 2 MB
+    for c in chunks:
+        f.write(c)
+    assert f.size() == os.path.getsize(path) == 1_500_000
+    assert _allocated(path) >= 2 << 20
+    assert f.pread(2_000_000, 0) == b"".join(chunks)
+    f.release_reserve()
+    assert os.path.getsize(path) == 1_500_000 and _allocated(path) < 1_500_000 + 65536
+    assert f.pread(2_000_000, 0) == b"".join(chunks)
+    f.write(b"x")  # reservation is still on: it reserves again
+    assert _allocated(path) >= 2 << 20
+    f.truncate(1000)  # truncation gives the reserved blocks back too
+    assert _allocated(path) < 65536 and f.size() == 1000
+    f.close()
+
+
+def test_reservation_left_by_a_crash_is_seen_and_released(tmp_path) -> None:
+    f, path = _reserving_file(tmp_path, 4 << 20)
+    f.write(b"a" * 5000)
+    f.close()  # closed with its reservation, as a killed process leaves it
+    assert _allocated(path) >= 4 << 20
+    again = FileSystem().open(str(path), create=False)
+    assert again.size() == 5000
+    again.release_reserve()
+    assert _allocated(path) < 65536 and again.pread(10_000, 0) == b"a" * 5000
+    again.close()
+
+
+def test_failed_write_with_reservation_rolls_back(tmp_path) -> None:
+    fs = FaultyFileSystem()
+    f, path = _reserving_file(tmp_path, 1 << 20, fs)
+    f.write(b"a" * 100)
+    fs.fail_next_write()
+    with pytest.raises(OSError):
+        f.write(b"b" * 2_000_000)
+    assert f.size() == os.path.getsize(path) == 100
+    assert f.write(b"c") == 100 and f.pread(200, 0) == b"a" * 100 + b"c"
+    assert _allocated(path) >= 1 << 20  # reserving again after the rollback gave the blocks back
     f.close()
 
 

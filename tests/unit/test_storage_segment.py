@@ -11,7 +11,7 @@ from protocol.records import patch_base_offset, validate_batches
 from storage.config import LogConfig
 from storage.errors import CorruptIndexError
 from storage.fs import FileSystem
-from storage.segment import LogSegment
+from storage.segment import LOG_RESERVE_BYTES, LogSegment
 from tests.unit.test_storage_support import make_batch
 
 CONFIG = LogConfig(index_interval_bytes=500)
@@ -115,10 +115,15 @@ def test_recover_in_chunks_cuts_torn_tail(tmp_path, chunk_size: int) -> None:
     batch_size = size // 20
     seg.close()
     path = os.path.join(str(tmp_path), "00000000000000001000.log")
+    with open(path, "rb") as f:
+        original = f.read()
     for cut in (size - 1, 10 * batch_size + 13, 10 * batch_size + 5, 3 * batch_size, 7):
         os.truncate(path, cut)
+        junk = bytearray(os.urandom(50))
+        if junk[0] == original[cut]:
+            junk[0] ^= 0xFF  # else a batch cut by one byte could end whole and valid again
         with open(path, "ab") as f:
-            f.write(os.urandom(50))
+            f.write(junk)
         seg = LogSegment.open(FileSystem(), str(tmp_path), 1000, CONFIG, now_ms=0)
         kept = cut // batch_size
         assert seg.recover(chunk_size=chunk_size) == cut + 50 - kept * batch_size
@@ -142,4 +147,17 @@ def test_load_detects_index_entry_not_at_a_batch_start(tmp_path) -> None:
         seg.load()
     assert seg.recover() == 0
     assert seg.offset_index.entries().tolist() == entries.tolist()
+    seg.close()
+
+
+def test_active_segment_reserves_log_blocks_and_seal_gives_them_back(tmp_path) -> None:
+    seg = _segment(tmp_path)
+    _fill(seg, [(1, 50_000)] * 3)
+    path = seg.file_paths()[0]
+    assert path.endswith(".log")
+    if os.stat(path).st_blocks * 512 < LOG_RESERVE_BYTES:
+        pytest.skip("this filesystem did not take the reservation (no fallocate KEEP_SIZE)")
+    assert os.path.getsize(path) == seg.size < 200_000
+    seg.seal()
+    assert os.stat(path).st_blocks * 512 < seg.size + 65536
     seg.close()
