@@ -146,6 +146,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def stored_records(bootstrap: str, topic: str, partitions: int) -> int:
+    """Records in a topic by librdkafka's reading of the high watermarks (what a run really stored)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-count"})
+    try:
+        return sum(c.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in range(partitions))
+    finally:
+        c.close()
+
+
 def kcat_consume(bootstrap: str, topic: str, n: int, broker_pid: int | None = None) -> ConsumeRun:
     """kcat -C reading n records from the start, into /dev/null.
 
