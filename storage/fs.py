@@ -23,6 +23,15 @@ Contracts:
   sealed). Where fallocate is missing or fails (another filesystem, a full
   disk) appends carry on without it; a reservation left by a crash is harmless
   and released at the next seal.
+- `File.view(n, pos)` is a read-only memoryview of bytes already in the file,
+  through a shared read-only mapping (remapped when a view reaches past the
+  mapped length): a Fetch response hands it to the socket with no copy and
+  no fresh memory. A view stays valid after the file is closed, renamed or
+  deleted (the mapping keeps the pages). Truncating the file below a live
+  view's bytes is the one hazard: touching them then raises SIGBUS in user
+  space (EFAULT in a syscall), so the log truncates only bytes that were
+  never readable (a failed write's tail) while serving, and everything else
+  (recovery) before it serves.
 - `atomic_write` = write a temp file, fsync it, rename over the target, fsync the
   directory: readers see the old or the new content, never a mix.
 """
@@ -32,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import mmap
 import os
 import shutil
 
@@ -53,7 +63,7 @@ def reserve_blocks(fd: int, pos: int, length: int) -> bool:
 class File:
     """An open file: append-only writes at the end, positional reads, fsync, truncate."""
 
-    __slots__ = ("path", "_fd", "_fs", "_size", "_reserved", "reserve_ahead", "failed")
+    __slots__ = ("path", "_fd", "_fs", "_size", "_reserved", "_map", "reserve_ahead", "failed")
 
     def __init__(self, fs: FileSystem, path: str, fd: int) -> None:
         self.path = path
@@ -65,6 +75,7 @@ class File:
         allocated = st.st_blocks * 512
         self._reserved = allocated if allocated > self._size + st.st_blksize else self._size
         self.reserve_ahead = 0
+        self._map: mmap.mmap | None = None  # for `view`: the file's first len(_map) bytes
         self.failed = False
 
     def fileno(self) -> int:
@@ -140,6 +151,19 @@ class File:
             data = b"".join(parts)
         return data
 
+    def view(self, n: int, pos: int) -> memoryview:
+        """Read-only view of bytes [pos, pos + n), which must lie within the file (see the module doc)."""
+        end = pos + n
+        if n <= 0:
+            return memoryview(b"")
+        if end > self._size or pos < 0:
+            raise ValueError(f"view [{pos}, {end}) outside {self.path} of {self._size} bytes")
+        mapped = self._map
+        if mapped is None or end > len(mapped):
+            # A new mapping of the whole file as it is now; views of the old one keep it alive.
+            mapped = self._map = mmap.mmap(self._fd, self._size, mmap.MAP_SHARED, mmap.PROT_READ)
+        return memoryview(mapped)[pos:end]
+
     def fsync(self) -> None:
         self._fs._fsync(self)
 
@@ -149,10 +173,13 @@ class File:
 
     def truncate(self, size: int) -> None:
         """Set the file's size (shrink, or grow with zeros); blocks reserved past it are given back."""
+        if size < self._size:
+            self._map = None
         os.ftruncate(self._fd, size)
         self._size = self._reserved = size
 
     def close(self) -> None:
+        self._map = None
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             os.close(fd)

@@ -135,7 +135,7 @@ class AppendResult:
 class ReadResult:
     """Bytes of whole batches plus the offsets a Fetch response reports."""
 
-    data: bytes
+    data: bytes | memoryview  # a memoryview only for `read(to_send=True)`
     high_watermark: int
     log_start_offset: int
     log_end_offset: int
@@ -586,13 +586,17 @@ class PartitionLog:
 
     # -- read --------------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> ReadResult:
+    def read(
+        self, offset: int, max_bytes: int, *, min_one_batch: bool = True, to_send: bool = False
+    ) -> ReadResult:
         """Whole batches from the one containing ``offset``, up to ``max_bytes``, never at or past the HW.
 
         At least one whole batch (if any is below the HW) even if larger than
         ``max_bytes``, unless ``min_one_batch`` is False. ``offset`` below the log
         start offset or above the LEO raises `KafkaError` OFFSET_OUT_OF_RANGE;
         ``offset`` in [HW, LEO] returns no data. Reads within one segment.
+        ``to_send``: large reads may be read-only views of the mapped segment
+        (`LogSegment.read`), for a Fetch response.
         """
         self._check_usable()
         if offset < self._log_start or offset > self._leo:
@@ -600,12 +604,12 @@ class PartitionLog:
                 f"offset {offset} outside [{self._log_start}, {self._leo}] of {self.directory}",
                 code=ErrorCode.OFFSET_OUT_OF_RANGE,
             )
-        data = b""
+        data: bytes | memoryview = b""
         if offset < self._hw:
             hw_segment, hw_position = self._hw_segment, self._hw_position
             for seg in self._segments[self._segment_index(offset) :]:
                 limit = hw_position if seg is hw_segment else None
-                data = seg.read(offset, max_bytes, limit, min_one=min_one_batch)
+                data = seg.read(offset, max_bytes, limit, min_one=min_one_batch, to_send=to_send)
                 if data or seg is hw_segment:
                     break
         return ReadResult(data, self._hw, self._log_start, self._leo)

@@ -60,6 +60,9 @@ assert _HEADER.size == RECORD_BATCH_OVERHEAD
 _BATCH_LENGTH = struct.Struct(">i")  # at byte 8
 _SCAN_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 1024 * 1024
+VIEW_MIN_BYTES = 64 * 1024
+"""Reads `read(to_send=True)` serves as views of the mapped `.log`: below this a copy costs less
+than mapping the file's new tail."""
 LOG_RESERVE_BYTES = 4 * 1024 * 1024
 """Disk blocks reserved ahead of the active segment's appends (see storage/fs.py); 1 MB to 16 MB
 steps measured alike, so a small one keeps many partitions' reservations small."""
@@ -306,14 +309,23 @@ class LogSegment:
         return None
 
     def read(
-        self, start_offset: int, max_bytes: int, max_position: int | None = None, *, min_one: bool = True
-    ) -> bytes:
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_position: int | None = None,
+        *,
+        min_one: bool = True,
+        to_send: bool = False,
+    ) -> bytes | memoryview:
         """Whole batches starting with the one that contains ``start_offset``.
 
         At most ``max_bytes`` bytes, except that the first batch is returned whole
         even if larger (unless ``min_one`` is False); never bytes at or past
         ``max_position`` (a batch boundary, e.g. the high watermark's position).
         Empty if no batch in range holds ``start_offset`` or later.
+        ``to_send``: reads of `VIEW_MIN_BYTES` or more come back as a read-only
+        view of the mapped `.log` (`File.view`) instead of a copy, for a Fetch
+        response to hand to the socket.
         """
         limit = self._log.size() if max_position is None else min(max_position, self._log.size())
         first = self.translate_offset(start_offset, limit)
@@ -328,6 +340,8 @@ class LogSegment:
                 if not min_one:
                     return b""
                 end = start + first.size
+        if to_send and end - start >= VIEW_MIN_BYTES:
+            return self._log.view(end - start, start)
         return self._log.pread(end - start, start)
 
     def _last_boundary(self, start: int, target: int) -> int:

@@ -13,13 +13,20 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 
-def rss_mb(pid: int) -> float:
-    """Resident set size of a process in MB (Linux /proc)."""
+def rss_mb(pid: int, fields: tuple[str, ...] = ("VmRSS",)) -> float:
+    """Resident memory of a process in MB (Linux /proc/PID/status), summed over ``fields``.
+
+    VmRSS counts the pages of files the process maps (the broker maps `.log`
+    segments to serve Fetch responses: page cache, reclaimable at will);
+    ("RssAnon", "RssShmem") is the process's own memory.
+    """
+    total = 0
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+            name = line.split(":", 1)[0]
+            if name in fields:
+                total += int(line.split()[1])
+    return total / 1024
 
 
 def free_port() -> int:

@@ -61,13 +61,16 @@ def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
                 plog = broker.get_log(topic.topic, p.partition)
                 hw = plog.high_watermark
                 start = plog.log_start_offset
-                records = b""
+                records: bytes | memoryview = b""
                 if p.fetch_offset < start or p.fetch_offset > hw:
                     raise KafkaError("fetch offset out of range", ErrorCode.OFFSET_OUT_OF_RANGE)
                 left = budget - total
                 if p.fetch_offset < hw and (left > 0 or total == 0):
                     records = plog.read(
-                        p.fetch_offset, min(p.partition_max_bytes, max(left, 0)), min_one_batch=total == 0
+                        p.fetch_offset,
+                        min(p.partition_max_bytes, max(left, 0)),
+                        min_one_batch=total == 0,
+                        to_send=True,
                     ).data
                     total += len(records)
                     if broker.metrics is not None and records:

@@ -330,3 +330,24 @@ def test_log_config_from_broker_configs_precedence() -> None:
     assert c.retention_ms == 5000
     assert c.segment_ms == 2 * 3600 * 1000
     assert LogConfig.from_broker_configs({"log.retention.hours": "-1"}).retention_ms == -1
+
+
+def test_view_maps_the_files_bytes_and_outlives_the_file(tmp_path) -> None:
+    fs = FileSystem()
+    path = tmp_path / "seg.log"
+    f = fs.open(str(path))
+    assert len(f.view(0, 0)) == 0
+    f.write(b"a" * 100_000)
+    first = f.view(50_000, 10)  # n, pos
+    assert first.readonly and bytes(first) == b"a" * 50_000
+    f.write(b"b" * 100_000)  # past the mapped length: the next view maps the file anew
+    second = f.view(99_000, 50_000)
+    assert bytes(second) == b"a" * 50_000 + b"b" * 49_000
+    assert bytes(first) == b"a" * 50_000  # the old mapping lives as long as its views
+    with pytest.raises(ValueError):
+        f.view(60_000, 150_000)  # past the end of the file
+    with pytest.raises(TypeError):
+        second[0] = 1  # type: ignore[index]
+    f.close()
+    os.unlink(path)  # as retention or the cleaner do while a response is queued
+    assert bytes(second[-3:]) == b"bbb" and bytes(first[:3]) == b"aaa"

@@ -11,7 +11,7 @@ from protocol.records import patch_base_offset, validate_batches
 from storage.config import LogConfig
 from storage.errors import CorruptIndexError
 from storage.fs import FileSystem
-from storage.segment import LOG_RESERVE_BYTES, LogSegment
+from storage.segment import LOG_RESERVE_BYTES, VIEW_MIN_BYTES, LogSegment
 from tests.unit.test_storage_support import make_batch
 
 CONFIG = LogConfig(index_interval_bytes=500)
@@ -161,3 +161,18 @@ def test_active_segment_reserves_log_blocks_and_seal_gives_them_back(tmp_path) -
     seg.seal()
     assert os.stat(path).st_blocks * 512 < seg.size + 65536
     seg.close()
+
+
+def test_read_to_send_serves_large_reads_as_views_of_the_log(tmp_path) -> None:
+    seg = _segment(tmp_path)
+    batches = _fill(seg, [(1, 100)] * 3 + [(2, 40_000)] * 4)
+    small = seg.read(1000, 300, to_send=True)
+    assert isinstance(small, bytes) and small == seg.read(1000, 300)
+    big = seg.read(1000, 10**6, to_send=True)
+    assert isinstance(big, memoryview) and big.readonly
+    assert len(big) >= VIEW_MIN_BYTES and bytes(big) == seg.read(1000, 10**6)
+    limited = seg.read(1000, 10**6, max_position=batches[5][2], to_send=True)
+    assert bytes(limited) == seg.read(1000, 10**6)[: batches[5][2]]
+    seg.close()
+    seg.delete()
+    assert len(validate_batches(big)) == 7  # still readable: the mapping outlives the files
