@@ -14,12 +14,15 @@ In order, on this machine:
    - produce with confluent-kafka (Python generator) x its ceiling;
    - produce with 1 MB batches (1 MB records), MB/s x loopback bandwidth,
      from confluent-kafka and from bench.replay (librdkafka's own copies cost
-     as much CPU as the broker's; see bench/replay.py), each after
-     `limits.warm_memory` (see bench/limits.py), as the socket -> file
-     baseline is; replay's records are counted afterwards by librdkafka;
+     as much CPU as the broker's; see bench/replay.py); replay's records are
+     counted afterwards by librdkafka;
    - end-to-end latency at 10,000 records/s;
    - py-spy profiles of the produce and fetch paths (bench/results/profile-*.txt);
 5. the goals of issue 9 as ratios.
+
+Every cell that writes to the page cache (each produce cell, and the socket ->
+file baseline) runs right after `limits.warm_memory` of 3x its bytes: this VM's
+first touch of a page costs more than the rest of the write (bench/limits.py).
 
 `run(quick=False)` prints the tables; `--quick` uses fewer records per cell.
 """
@@ -114,7 +117,7 @@ def run(quick: bool = False) -> dict[str, float]:
         t.add(f"loopback TCP ({how})", fig["loopback"] / 1e6, "MB/s")
         fig["disk"], how = limits.disk_write_fsync(256 if quick else 512, tmp_s)
         t.add(f"disk sequential write ({how})", fig["disk"] / 1e6, "MB/s")
-        limits.warm_memory(sz.big_mb * 3)
+        _warm_for(sz.big_mb << 20)
         fig["sock_file"], how = limits.socket_to_file(sz.big_mb, tmp_s)
         t.add(
             f"loopback socket -> file ({how})",
@@ -182,6 +185,11 @@ def _create(admin: AdminClient, topic: str, partitions: int) -> str:
     return topic
 
 
+def _warm_for(nbytes: int) -> None:
+    """Before a cell that writes ``nbytes`` to the page cache: warm 3x that (see limits.warm_memory)."""
+    limits.warm_memory(max(64, 3 * nbytes >> 20))
+
+
 def _delete(admin: AdminClient, topic: str) -> None:
     admin.delete_topics([topic])[topic].result(30)
 
@@ -214,6 +222,7 @@ def _broker_figures(
             for conns in (1, 16):
                 for acks in ("1", "all"):
                     topic = _create(admin, f"p-{size}-{parts}-{conns}-{acks}", parts)
+                    _warm_for(n_of[size] * size)
                     r = loadgen.kcat_produce(bs, topic, _split(files[size], conns), n_of[size], acks)
                     key = f"produce_{size}_{parts}_{conns}_{acks}"
                     fig[key] = r
@@ -261,6 +270,7 @@ def _broker_figures(
     payload = os.urandom(100)
     for acks in ("1", "all"):
         topic = _create(admin, f"py-{acks}", 8)
+        _warm_for(sz.small * len(payload))
         r = loadgen.py_produce(bs, topic, sz.small, payload, 8, acks)
         fig[f"produce_py_{acks}"] = r
         t.add(f"produce confluent-kafka 100 B acks={acks} 8p", r, "rec/s", fig["py_ceiling"], "py ceiling")
@@ -269,7 +279,7 @@ def _broker_figures(
     big = os.urandom(1_000_000)
     baselines = (("loopback", "loopback"), ("sock_file", "socket -> file"))
     topic = _create(admin, "big", 8)
-    limits.warm_memory(sz.big_mb * 3)
+    _warm_for(sz.big_mb * len(big))
     r = loadgen.py_produce(bs, topic, sz.big_mb, big, 8, "1", **BIG_RECORDS) * len(big)
     fig["big_mbs"] = r
     for base, name in (*baselines, ("big_ceiling", "generator ceiling")):
@@ -278,7 +288,7 @@ def _broker_figures(
 
     topic = _create(admin, "big-replay", 8)
     assert broker.proc is not None
-    limits.warm_memory(sz.big_mb * 3)
+    _warm_for(sz.big_mb * len(big))
     cpu = loadgen.cpu_seconds(broker.proc.pid)
     run = replay.run(bs, topic, sz.big_mb, len(big), 8, 1)
     cpu = loadgen.cpu_seconds(broker.proc.pid) - cpu

@@ -19,7 +19,7 @@
   (a bare pwrite loop included), against ~4 GB/s into pages touched before.
   Touching and freeing memory just before a cell that writes that much makes
   the cell measure the software, not the hypervisor; the bench does it before
-  the socket -> file baseline and before each 1 MB-batch cell alike. It must
+  the socket -> file baseline and before every produce cell alike. It must
   come right before: within ten seconds most of it is cold again, and even at
   once only about half of it serves the writes that follow, hence 3x.
 
