@@ -750,6 +750,12 @@ def cmd_groups(args: argparse.Namespace) -> int:
 def _reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
     desc = admin.describe_groups([args.group]).get(args.group)
     state = desc.state if desc is not None else "Dead"
+    # Checked first, as Kafka's tool does: which partitions an active group has
+    # committed is still changing, so nothing below would be a stable answer.
+    if args.execute and state not in ("Empty", "Dead"):
+        raise CliError(
+            f"assignments can only be reset if the group {args.group!r} is inactive, but its state is {state}"
+        )
     committed = admin.list_consumer_group_offsets(args.group)
     if args.all_topics:
         tps = sorted(committed)
@@ -813,10 +819,6 @@ def _reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
         for tp, off in plan.items()
     ]
     if args.execute:
-        if state not in ("Empty", "Dead"):
-            raise CliError(
-                f"assignments can only be reset if the group {args.group!r} is inactive, but its state is {state}"
-            )
         result = admin.alter_consumer_group_offsets(args.group, plan)
         errs = [str(e) for e in result.values() if e is not None]
         if errs:

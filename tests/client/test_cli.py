@@ -247,8 +247,16 @@ def test_reset_refuses_an_active_group(kafka: BrokerProcess) -> None:
 
     b = ("--bootstrap-server", kafka.bootstrap)
     ok("produce", "cli-active", *b, stdin="x\n")
-    with Consumer("cli-active", bootstrap_servers=kafka.bootstrap, group_id="cli-active-g") as c:
-        c.poll(5)
+    # No auto-commit: the group is Stable but has committed nothing, so the refusal must come
+    # from its state, not from whatever offsets happened to be committed by then.
+    with Consumer(
+        "cli-active",
+        bootstrap_servers=kafka.bootstrap,
+        group_id="cli-active-g",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    ) as c:
+        assert c.poll(5)
         fails(
             "groups",
             "reset-offsets",
