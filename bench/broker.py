@@ -56,6 +56,8 @@ class Sizes:
 
 FULL = Sizes(small=1_000_000, large=300_000, big_mb=1000, latency_s=5, profile_s=8, consume_rounds=3)
 QUICK = Sizes(small=300_000, large=100_000, big_mb=300, latency_s=3, profile_s=4, consume_rounds=2)
+BIG_RUNS = 3
+"""The 1 MB cells take about a second each: best of this many, as the loopback baseline is."""
 BIG_RECORDS = {"message.max.bytes": 1_048_576}  # one 1 MB record per batch: record plus batch framing
 
 
@@ -136,17 +138,19 @@ def run(quick: bool = False) -> dict[str, float]:
         fig["kcat_ceiling_1000"] = loadgen.kcat_ceiling(files[1000], sz.large)
         t.add("ceiling: kcat -P 1 KB into librdkafka mock cluster", fig["kcat_ceiling_1000"], "rec/s")
         big = os.urandom(1_000_000)
-        fig["big_ceiling"] = loadgen.py_big_ceiling(sz.big_mb, big, **BIG_RECORDS) * len(big)
+        fig["big_ceiling"] = len(big) * max(
+            loadgen.py_big_ceiling(sz.big_mb, big, **BIG_RECORDS) for _ in range(BIG_RUNS)
+        )
         t.add(
-            "ceiling: confluent-kafka 1 MB records into librdkafka mock cluster",
+            f"ceiling: confluent-kafka 1 MB records into librdkafka mock cluster, best of {BIG_RUNS}",
             fig["big_ceiling"] / 1e6,
             "MB/s",
             fig["loopback"] / 1e6,
             "loopback",
         )
-        fig["replay_ceiling"] = replay.ceiling(sz.big_mb, len(big))
+        fig["replay_ceiling"] = max(replay.ceiling(sz.big_mb, len(big)) for _ in range(BIG_RUNS))
         t.add(
-            "ceiling: replay of pre-encoded 1 MB Produce requests, acks=0, into a reading socket",
+            f"ceiling: replay of pre-encoded 1 MB Produce requests, acks=0, into a reading socket, best of {BIG_RUNS}",
             fig["replay_ceiling"] / 1e6,
             "MB/s",
             fig["loopback"] / 1e6,
@@ -278,32 +282,39 @@ def _broker_figures(
     print("produce 1 MB batches", flush=True)
     big = os.urandom(1_000_000)
     baselines = (("loopback", "loopback"), ("sock_file", "socket -> file"))
-    topic = _create(admin, "big", 8)
-    _warm_for(sz.big_mb * len(big))
-    r = loadgen.py_produce(bs, topic, sz.big_mb, big, 8, "1", **BIG_RECORDS) * len(big)
-    fig["big_mbs"] = r
-    for base, name in (*baselines, ("big_ceiling", "generator ceiling")):
-        t.add("produce 1 MB records acks=1 8p, confluent-kafka", r / 1e6, "MB/s", fig[base] / 1e6, name)
-    _delete(admin, topic)  # its page cache goes back to the free pool
-
-    topic = _create(admin, "big-replay", 8)
     assert broker.proc is not None
-    _warm_for(sz.big_mb * len(big))
-    cpu = loadgen.cpu_seconds(broker.proc.pid)
-    run = replay.run(bs, topic, sz.big_mb, len(big), 8, 1)
-    cpu = loadgen.cpu_seconds(broker.proc.pid) - cpu
-    stored = loadgen.stored_records(bs, topic, 8)
-    if stored != sz.big_mb:
-        raise RuntimeError(f"replay: {stored} records stored of {sz.big_mb} acknowledged")
-    r = fig["big_replay_mbs"] = run["bytes"] / run["seconds"]
-    for base, name in (*baselines, ("replay_ceiling", "generator ceiling")):
-        t.add("produce 1 MB batches acks=1 8p, pre-encoded replay", r / 1e6, "MB/s", fig[base] / 1e6, name)
-    t.add(
-        f"  broker CPU / wall (replay: {run['cpu_seconds'] / run['seconds']:.2f})",
-        cpu / run["seconds"],
-        "cores",
-    )
-    _delete(admin, topic)
+    pid = broker.proc.pid
+
+    def confluent_run(topic: str) -> tuple[float, float]:
+        return loadgen.py_produce(bs, topic, sz.big_mb, big, 8, "1", **BIG_RECORDS) * len(big), 0.0
+
+    def replay_run(topic: str) -> tuple[float, float]:
+        cpu = loadgen.cpu_seconds(pid)
+        run = replay.run(bs, topic, sz.big_mb, len(big), 8, 1)
+        cpu = loadgen.cpu_seconds(pid) - cpu
+        stored = loadgen.stored_records(bs, topic, 8)
+        if stored != sz.big_mb:
+            raise RuntimeError(f"replay: {stored} records stored of {sz.big_mb} acknowledged")
+        return run["bytes"] / run["seconds"], cpu / run["seconds"]
+
+    for key, label, ceiling, cell in (
+        ("big_mbs", "1 MB records acks=1 8p, confluent-kafka", "big_ceiling", confluent_run),
+        ("big_replay_mbs", "1 MB batches acks=1 8p, pre-encoded replay", "replay_ceiling", replay_run),
+    ):
+        runs = []
+        for i in range(BIG_RUNS):
+            topic = _create(admin, f"{key}-{i}", 8)
+            _warm_for(sz.big_mb * len(big))
+            runs.append(cell(topic))
+            _delete(admin, topic)  # its page cache goes back to the free pool for the next run
+        r, cores = max(runs)
+        fig[key] = r
+        spread = ", ".join(f"{x / 1e6:,.0f}" for x, _ in runs)
+        for base, name in (*baselines, (ceiling, "generator ceiling")):
+            t.add(f"produce {label}, best of {BIG_RUNS}", r / 1e6, "MB/s", fig[base] / 1e6, name)
+        t.add(f"  all runs: {spread} MB/s", r / 1e6, "MB/s")
+        if cores:
+            t.add("  broker CPU / wall in the best run", cores, "cores")
 
     print("end-to-end latency at 10,000 rec/s", flush=True)
     # linger.ms=1 lets librdkafka put the records of one millisecond in one request (the goal's
