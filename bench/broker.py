@@ -281,6 +281,11 @@ def _broker_figures(
 
     print("produce 1 MB batches", flush=True)
     big = os.urandom(1_000_000)
+    # Loopback again, right before the cells it judges: on this VM it has moved by 2x within a run.
+    again, how = limits.loopback_bandwidth(3.0)
+    t.add(f"loopback TCP again, before the 1 MB cells ({how})", again / 1e6, "MB/s")
+    fig["loopback"] = max(fig["loopback"], again)
+    t.add("  loopback baseline for the 1 MB cells: the higher of the two", fig["loopback"] / 1e6, "MB/s")
     baselines = (("loopback", "loopback"), ("sock_file", "socket -> file"))
     assert broker.proc is not None
     pid = broker.proc.pid
@@ -312,7 +317,8 @@ def _broker_figures(
         spread = ", ".join(f"{x / 1e6:,.0f}" for x, _ in runs)
         for base, name in (*baselines, (ceiling, "generator ceiling")):
             t.add(f"produce {label}, best of {BIG_RUNS}", r / 1e6, "MB/s", fig[base] / 1e6, name)
-        t.add(f"  all runs: {spread} MB/s", r / 1e6, "MB/s")
+        worst = min(x for x, _ in runs)
+        t.add(f"  worst of the runs (all: {spread})", worst / 1e6, "MB/s", fig["loopback"] / 1e6, "loopback")
         if cores:
             t.add("  broker CPU / wall in the best run", cores, "cores")
 
