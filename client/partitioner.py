@@ -6,7 +6,7 @@ folded in from the highest down, final mix ``h ^= h >>> 13; h *= m;
 h ^= h >>> 15``; all arithmetic modulo 2**32 and the result read as a signed
 int32. A keyed record goes to ``(murmur2(key) & 0x7fffffff) % partitions``,
 which is what the Java client, kafka-python and librdkafka's
-``murmur2_random`` partitioner compute (vectors: ../shared/vectors/murmur2.tsv).
+``murmur2_random`` partitioner compute (vectors: tests/data/vectors/murmur2.tsv).
 """
 
 from __future__ import annotations

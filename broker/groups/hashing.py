@@ -8,7 +8,7 @@
 - ``abs`` is Kafka's ``Utils.abs``, which maps ``Integer.MIN_VALUE`` to 0 (Java's
   ``Math.abs`` would leave it negative).
 
-Vectors: ``../shared/vectors/group_partition.tsv``.
+Vectors: ``tests/data/vectors/group_partition.tsv``.
 """
 
 from __future__ import annotations

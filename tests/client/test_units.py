@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from client.assignors import (
@@ -23,27 +21,14 @@ from client.config import consumer_config, producer_config
 from client.errors import ConfigError
 from client.partitioner import StickyPartitioner, murmur2, partition_for_key
 from client.types import TopicPartition as TP
-
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "vectors" / "murmur2.tsv"
-
-
-def _vectors() -> list[list[str]]:
-    if not VECTORS.exists():
-        pytest.skip(f"{VECTORS} not found")
-    rows = []
-    for line in VECTORS.read_text(encoding="utf-8").splitlines():
-        if line.startswith("#") or not line:
-            continue
-        rows.append(line.split("\t"))
-    return rows
-
+from tests.data import vector_rows
 
 # -- murmur2 -------------------------------------------------------------------------------------
 
 
 def test_murmur2_matches_java_vectors() -> None:
-    """Every key of ../shared/vectors/murmur2.tsv: Java's hash, toPositive and partition of 3 and 50."""
-    rows = _vectors()
+    """Every key of tests/data/vectors/murmur2.tsv: Java's hash, toPositive and partition of 3 and 50."""
+    rows = vector_rows("murmur2.tsv")
     assert len(rows) >= 10
     for key, signed, hexval, positive, p3, p50 in rows:
         h = murmur2(key.encode("utf-8"))
@@ -131,7 +116,7 @@ def test_clients_validate_config_at_construction() -> None:
             cls({"bootstrap.servers": "127.0.0.1:1", "no.such.key": 1})
 
 
-# -- assignors: the worked examples of ../shared/seeds -----------------------------------------------
+# -- assignors: the worked examples of the design notes (000, 002, 004) ----------------------------
 
 
 def tps(*names: str) -> list[TP]:

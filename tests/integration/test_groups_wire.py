@@ -418,7 +418,7 @@ def test_records_are_kafkas_format_in_the_groups_partition(gbroker: BrokerProces
             commit_body("my-group", {("t", 1): 77}, generation=1, member_id=member.member_id, metadata="m"),
         )
     partition = partition_for("my-group", 50)
-    assert partition == 12  # ../shared/vectors/group_partition.tsv
+    assert partition == 12  # tests/data/vectors/group_partition.tsv
     records = [(decode_key(k), v) for k, v in _records(gbroker.data_dir, partition)]
     group_values = [decode_group_value(v) for k, v in records if k == GroupKey("my-group") and v is not None]
     assert group_values[-1].generation == 1 and group_values[-1].protocol == "range"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from broker.groups.hashing import java_string_hash, kafka_abs, partition_for
@@ -22,8 +20,7 @@ from broker.groups.records import (
     encode_offset_value,
 )
 from protocol.errors import ProtocolError
-
-VECTORS = Path(__file__).resolve().parents[3] / "shared" / "vectors" / "group_partition.tsv"
+from tests.data import vector_rows
 
 
 def h(text: str) -> bytes:
@@ -171,7 +168,7 @@ def test_bad_group_values_raise_protocol_error(data: bytes) -> None:
         decode_group_value(data)
 
 
-# ../shared/vectors/group_partition.tsv (checked against the file below when it is there)
+# tests/data/vectors/group_partition.tsv (checked against the file below)
 PARTITION_VECTORS = [
     ("", 0, 0),
     ("a", 97, 47),
@@ -195,14 +192,10 @@ def test_group_partition_vectors(group: str, hash_code: int, partition: int) -> 
     assert partition_for(group, 50) == partition
 
 
-def test_vectors_match_the_shared_file() -> None:
-    if not VECTORS.exists():
-        pytest.skip(f"{VECTORS} not present")
-    rows = []
-    for line in VECTORS.read_text(encoding="utf-8").splitlines():
-        if line and not line.startswith("#"):
-            group, hash_code, partition = line.split("\t")
-            rows.append((group, int(hash_code), int(partition)))
+def test_vectors_match_the_data_file() -> None:
+    rows = [
+        (group, int(code), int(partition)) for group, code, partition in vector_rows("group_partition.tsv")
+    ]
     assert rows == PARTITION_VECTORS
 
 

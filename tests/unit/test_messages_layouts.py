@@ -10,32 +10,22 @@ The document lists every field of every supported version as indented blocks::
 This test parses those blocks, converts names to snake_case (TransactionalId ->
 transactional_id, timeoutMs -> timeout_ms) and types to shapes (see
 protocol.messages.samples), and requires each to equal the shape of our Struct
-for the same api, version and direction. APIs the document does not cover
-(DeleteRecords, CreatePartitions, DeleteGroups) are checked by the kafka-python
-oracle only.
+for the same api, version and direction. Every (api, version) we serve must be
+in the document.
 
-The document lives outside the repository; set MINIKAFKA_LAYOUTS_DOC to its path
-if it is not in docs/ or ../shared/docs/ next to the checkout. Skipped if absent.
+The document is kept in tests/data/protocol-layouts.md (its first lines say where
+its facts come from).
 """
 
 from __future__ import annotations
 
-import os
 import re
-from pathlib import Path
 
 import pytest
 
 from protocol.messages import MODULES, samples
 from protocol.messages.samples import Node, Record, Scalar, Seq
-
-_REPO = Path(__file__).resolve().parents[2]
-_CANDIDATES = [
-    Path(os.environ.get("MINIKAFKA_LAYOUTS_DOC", "/nonexistent")),
-    _REPO / "docs" / "protocol-layouts.md",
-    _REPO.parent / "shared" / "docs" / "protocol-layouts.md",
-]
-DOC = next((p for p in _CANDIDATES if p.is_file()), None)
+from tests.data import LAYOUTS_DOC
 
 _HEADING = re.compile(r"^## (\d+) (\w+)")
 _TITLE = re.compile(r"^(\w+?)(Request|Response) v(\d+)")
@@ -108,14 +98,11 @@ def parse_layouts(text: str) -> dict[tuple[int, int, str], Record]:
 
 @pytest.fixture(scope="module")
 def layouts() -> dict[tuple[int, int, str], Record]:
-    if DOC is None:
-        pytest.skip("protocol-layouts.md not found (set MINIKAFKA_LAYOUTS_DOC)")
-    return parse_layouts(DOC.read_text(encoding="utf-8"))
+    return parse_layouts(LAYOUTS_DOC.read_text(encoding="utf-8"))
 
 
 def test_document_covers_our_versions(layouts: dict[tuple[int, int, str], Record]) -> None:
-    documented_keys = {key for key, _, _ in layouts}
-    ours = {(key, version, kind) for key, version, kind, _ in samples.all_schemas() if key in documented_keys}
+    ours = {(key, version, kind) for key, version, kind, _ in samples.all_schemas()}
     assert ours == set(layouts)
 
 
@@ -125,6 +112,5 @@ def test_document_covers_our_versions(layouts: dict[tuple[int, int, str], Record
 def test_schema_matches_document(layouts: dict[tuple[int, int, str], Record], entry: tuple) -> None:
     key, version, kind, schema = entry
     documented = layouts.get((key, version, kind))
-    if documented is None:
-        pytest.skip(f"{MODULES[key].NAME} v{version} is not in protocol-layouts.md")
+    assert documented is not None, f"{MODULES[key].NAME} v{version} is not in protocol-layouts.md"
     assert samples.shape(schema) == documented

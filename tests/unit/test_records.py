@@ -6,7 +6,6 @@ import contextlib
 import struct
 import types
 import warnings
-from pathlib import Path
 
 import cramjam
 import pytest
@@ -33,6 +32,7 @@ from protocol.records import (
     validate_batches,
 )
 from protocol.varint import encode_varint, encode_varlong
+from tests.data import VECTORS
 
 with warnings.catch_warnings():
     # kafka-python 3.0 calls the deprecated importlib.resources.read_text at import time.
@@ -41,7 +41,7 @@ with warnings.catch_warnings():
     from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 ALL_CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
-VECTOR_PATH = Path("/work/shared/vectors/record_batch.hex")
+VECTOR_PATH = VECTORS / "record_batch.hex"
 GOLDEN = bytes.fromhex(
     "".join(line.strip() for line in VECTOR_PATH.read_text().splitlines() if not line.startswith("#"))
 )
