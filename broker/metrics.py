@@ -13,6 +13,8 @@ path pays one `is None` check. Exposed families (all prefixed `minikafka_`):
   connections, parked_fetches, consumer_groups, group_members{group},
   group_lag{group,topic,partition} (high watermark minus committed offset),
   read at scrape time from the broker's own state;
+- storage_errors_total{topic,partition,op}: failed file operations
+  (storage/io_health.py: each is also logged once per partition and errno);
 - log_segments_deleted_total, log_cleaner_runs_total: retention and cleaner
   activity, counted by the background log tasks;
 - frame_buffers_allocated_total / frame_buffers_reused_total: receive buffers
@@ -72,6 +74,14 @@ class _StateCollector(Collector):
             end.add_metric(labels, float(plog.log_end_offset))
             start.add_metric(labels, float(plog.log_start_offset))
         yield from (size, end, start)
+        errors = CounterMetricFamily(
+            "minikafka_storage_errors",
+            "failed file operations on a partition's files (op: append, roll, fsync, truncate, delete, compact, checkpoint)",
+            labels=["topic", "partition", "op"],
+        )
+        for (topic, partition, op), count in sorted(b.logs.health.errors.items()):
+            errors.add_metric([topic, str(partition), op], float(count))
+        yield errors
         yield GaugeMetricFamily("minikafka_connections", "open client connections", value=len(b.connections))
         frames = b.frames
         yield CounterMetricFamily(

@@ -56,6 +56,7 @@ from storage.cleaner import DEFAULT_DEDUPE_BUFFER_BYTES, LogCleaner
 from storage.config import LogConfig
 from storage.errors import KafkaStorageError, LogDirLockedError
 from storage.fs import FileSystem
+from storage.io_health import IoHealth
 from storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ class LogManager:
         self.data_dir = data_dir
         self.default_config = default_config or LogConfig()
         self._fs = fs if fs is not None else FileSystem()
+        self.health = IoHealth()  # failed file operations of every partition log, logged and counted
         self._fs.makedirs(data_dir)
         self._lock_fd = self._lock(data_dir)
         self._closed = False
@@ -234,6 +236,7 @@ class LogManager:
                 recover=recover,
                 recovery_point=recovery_points.get(tp, 0) if recover else None,
                 log_start_offset=log_starts.get(tp),
+                health=self.health,
             )
 
     # -- public API --------------------------------------------------------------------------
@@ -285,7 +288,7 @@ class LogManager:
             directory = self._path(naming.partition_dir_name(name, p))
             if self._fs.exists(directory):
                 self._fs.rmtree(directory)  # stale leftovers of an earlier topic with this name
-            self._logs[(name, p)] = PartitionLog(directory, config, self._fs)
+            self._logs[(name, p)] = PartitionLog(directory, config, self._fs, health=self.health)
         self._fs.fsync_dir(self.data_dir)
 
     def delete_topic(self, name: str) -> None:

@@ -100,6 +100,7 @@ from storage.config import LogConfig
 from storage.errors import CorruptIndexError, KafkaStorageError
 from storage.fs import FileSystem
 from storage.index import INT32_MAX
+from storage.io_health import IoHealth
 from storage.leader_epoch import LeaderEpochCache
 from storage.segment import BatchIndexInfo, LogSegment
 
@@ -158,16 +159,24 @@ class PartitionLog:
         recovery_point: int | None = None,
         log_start_offset: int | None = None,
         now_ms: int | None = None,
+        health: IoHealth | None = None,
     ) -> None:
         """Open (or create) the log in ``directory``.
 
         ``recover``: the previous shutdown was not clean; CRC-scan segments from
         the one holding ``recovery_point`` (None: only the last one) to the end.
         ``log_start_offset``: from the log-start-offset checkpoint, if any.
+        ``health``: where failed file operations are reported (logged and counted).
         """
         self.directory = directory
         self.config = config
         self._fs = fs if fs is not None else FileSystem()
+        self._health = health if health is not None else IoHealth()
+        self._tp = naming.parse_partition_dir_name(os.path.basename(directory.rstrip(os.sep))) or (
+            directory,
+            -1,
+        )
+        self._io_failing = False  # a write failed and none has succeeded since
         self._flush_lock = threading.Lock()
         self._graveyard: list[LogSegment] = []
         self._offline: BaseException | None = None
@@ -407,7 +416,7 @@ class PartitionLog:
             try:
                 self._epochs.assign(leader_epoch, self._leo)
             except OSError as exc:
-                raise KafkaStorageError(f"leader epoch checkpoint of {self.directory} failed: {exc}") from exc
+                raise self._io_error("checkpoint", exc, "leader epoch checkpoint") from exc
 
     @property
     def offline(self) -> bool:
@@ -466,6 +475,16 @@ class PartitionLog:
         seg = self._segments[self._segment_index(offset)]
         header = seg.translate_offset(offset)
         return seg, header.position if header is not None else seg.size
+
+    def _io_error(self, op: str, exc: OSError, what: str) -> KafkaStorageError:
+        """Report a failed file operation (after `_offline` is set if it takes the log offline); the error to raise."""
+        self._io_failing = True
+        self._health.failed(*self._tp, op, self.directory, exc, offline=self._offline is not None)
+        return KafkaStorageError(f"{what} of {self.directory} failed: {exc}")
+
+    def _io_succeeded(self, op: str) -> None:
+        self._io_failing = False
+        self._health.succeeded(*self._tp, op)
 
     def _check_usable(self) -> None:
         if self._offline is not None:
@@ -542,8 +561,10 @@ class PartitionLog:
         except OSError as exc:
             if self._segments[-1].log_file.failed:
                 self._offline = exc
-            raise KafkaStorageError(f"append to {self.directory} failed: {exc}") from exc
+            raise self._io_error("append", exc, "append") from exc
         self._leo = last_offset + 1
+        if self._io_failing:
+            self._io_succeeded("append")
         return AppendResult(
             base_offset=base,
             last_offset=last_offset,
@@ -570,7 +591,7 @@ class PartitionLog:
         try:
             return self._roll(_now_ms() if now_ms is None else now_ms)
         except OSError as exc:
-            raise KafkaStorageError(f"roll of {self.directory} failed: {exc}") from exc
+            raise self._io_error("roll", exc, "roll") from exc
 
     def _roll(self, now_ms: int) -> bool:
         old = self._segments[-1]
@@ -702,7 +723,7 @@ class PartitionLog:
                 self._dir_gen += 1
         except OSError as exc:
             self._offline = exc
-            raise KafkaStorageError(f"truncation of {self.directory} failed: {exc}") from exc
+            raise self._io_error("truncate", exc, "truncation") from exc
         self._leo = seg.next_offset
         # Truncation is by whole batches: a batch holding the log start offset can go, and the log
         # start offset never passes the log end offset (Kafka: min(target, log start offset)).
@@ -816,7 +837,7 @@ class PartitionLog:
             self._remove_leading_segments(count, reason, now)
         except OSError as exc:
             self._offline = exc
-            raise KafkaStorageError(f"deleting segments of {self.directory} failed: {exc}") from exc
+            raise self._io_error("delete", exc, "deleting segments") from exc
         return count
 
     def _remove_leading_segments(self, count: int, reason: str, now_ms: int) -> None:
@@ -903,7 +924,7 @@ class PartitionLog:
                 seg.rename_files(naming.DELETED_SUFFIX)
         except OSError as exc:
             self._offline = exc  # the next open finishes the swap from the `.swap` files
-            raise KafkaStorageError(f"compaction swap in {self.directory} failed: {exc}") from exc
+            raise self._io_error("compact", exc, "compaction swap") from exc
 
     def swap_install(
         self, sources: Sequence[LogSegment], outputs: Sequence[int], delete_horizon: int, now_ms: int
@@ -930,7 +951,7 @@ class PartitionLog:
                 seg.close_without_seal()
             self._offline = exc
             self._swapping = False
-            raise KafkaStorageError(f"compaction swap in {self.directory} failed: {exc}") from exc
+            raise self._io_error("compact", exc, "compaction swap") from exc
         i = next(k for k, seg in enumerate(self._segments) if seg is sources[0])
         self._segments[i : i + len(sources)] = new
         self._bases = [seg.base_offset for seg in self._segments]
@@ -982,7 +1003,7 @@ class PartitionLog:
                     self._dir_flushed_gen = dir_gen
             except OSError as exc:
                 self._offline = exc
-                raise KafkaStorageError(f"fsync of {self.directory} failed: {exc}") from exc
+                raise self._io_error("fsync", exc, "fsync") from exc
             finally:
                 while self._graveyard:
                     self._graveyard.pop().close_without_seal()

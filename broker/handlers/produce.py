@@ -153,7 +153,7 @@ async def _after_fsync(
         try:
             await waits[id(plog)]
         except (OSError, KafkaError) as exc:
-            log.error("fsync failed, not acknowledging: %s", exc)
+            log.debug("fsync failed, not acknowledging: %s", exc)  # the partition log reported it
             result.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, base_offset=-1)
     return response
 
