@@ -24,6 +24,11 @@ def broker_parser(prog: str = "minikafka broker") -> argparse.ArgumentParser:
     p.add_argument("--advertised-host", help="host name given to clients, default: --host")
     p.add_argument("--config", help="Kafka-style server.properties file")
     p.add_argument("--print-config", action="store_true", help="print the effective configuration and exit")
+    p.add_argument(
+        "--rebuild-registry",
+        action="store_true",
+        help="rebuild a damaged topic registry from the partition directories, then exit",
+    )
     p.add_argument("--log-level", default=os.environ.get("MINIKAFKA_LOG_LEVEL", "INFO"))
     return p
 
@@ -70,6 +75,10 @@ def run_broker(argv: list[str], prog: str = "minikafka broker") -> int:
     if args.print_config:
         print(config.describe())
         return 0
+    if args.rebuild_registry:
+        from broker.rebuild_registry import rebuild_registry
+
+        return rebuild_registry(config)
     setup_logging(args.log_level, config["log.format"])
 
     import uvloop
@@ -78,7 +87,7 @@ def run_broker(argv: list[str], prog: str = "minikafka broker") -> int:
 
     try:
         uvloop.run(run(config))
-    except (OSError, RuntimeError) as exc:  # port in use, data dir locked or unreadable
+    except (OSError, RuntimeError) as exc:  # port in use, data dir locked, damaged or unreadable
         print(f"minikafka: cannot start broker: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

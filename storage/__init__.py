@@ -11,8 +11,9 @@ from storage.cleaner import LogCleaner
 from storage.config import LogConfig
 from storage.errors import CorruptIndexError, KafkaStorageError, LogDirLockedError
 from storage.fs import FaultyFileSystem, FileSystem
-from storage.log_manager import LogManager, TopicInfo
+from storage.log_manager import LogManager
 from storage.partition_log import AppendResult, PartitionLog, ReadResult
+from storage.topic_registry import TopicInfo
 
 __all__ = [
     "AppendResult",

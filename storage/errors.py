@@ -6,6 +6,9 @@
   After a failed fsync the partition goes offline: the page cache may have
   dropped the unsynced bytes, so nothing more is appended or read.
 - `LogDirLockedError`: another process holds the data directory's `.lock`.
+- `DataDirError`: a file of the data directory the broker cannot start without
+  is damaged (``meta.properties``, the topic registry). Its message is one line
+  naming the file and what to do about it.
 """
 
 from __future__ import annotations
@@ -25,3 +28,7 @@ class KafkaStorageError(KafkaError):
 
 class LogDirLockedError(RuntimeError):
     """The data directory is locked by another broker process."""
+
+
+class DataDirError(RuntimeError):
+    """A file the broker cannot start without is damaged; the message names it and the fix."""

@@ -7,14 +7,8 @@ Files at the top of the data directory:
 - ``meta.properties``: Java properties text (``#`` comment lines, then
   ``cluster.id=...``, ``node.id=...``, ``version=1``). Created on first start; on
   later starts a different configured node id is an error.
-- ``__minikafka_topics.json``: the topic registry, replaced atomically on every
-  create/delete and the commit point of both::
-
-      {"version": 1, "topics": {"<name>": {"partitions": <n>, "configs": {"<key>": "<value>", ...}}}}
-
-  ``configs`` holds the topic-level overrides as given (strings). If the file is
-  missing but partition directories exist, the registry is rebuilt from the
-  directory names (no overrides) rather than losing data.
+- ``__minikafka_topics.json``: the topic registry (format, and what happens
+  when it is missing or damaged: `storage.topic_registry`).
 - ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
   ``cleaner-offset-checkpoint``: Kafka's text checkpoints (``0``, count,
   ``<topic> <partition> <offset>`` lines), written atomically by `checkpoint`,
@@ -41,39 +35,27 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 
 from protocol.errors import ErrorCode, KafkaError
-from storage import naming
+from storage import naming, topic_registry
 from storage.checkpoint import CorruptCheckpointError, read_offsets, write_offsets
 from storage.cleaner import DEFAULT_DEDUPE_BUFFER_BYTES, LogCleaner
 from storage.config import LogConfig
-from storage.errors import KafkaStorageError, LogDirLockedError
+from storage.errors import DataDirError, KafkaStorageError, LogDirLockedError
 from storage.fs import FileSystem
 from storage.io_health import IoHealth
 from storage.partition_log import PartitionLog
+from storage.topic_registry import TopicInfo
 
 log = logging.getLogger(__name__)
 
-TOPICS_FILE_VERSION = 1
 META_VERSION = 1
 MAX_PARTITIONS = 100_000
-
-
-@dataclass(frozen=True, slots=True)
-class TopicInfo:
-    """A topic as registered: partition count, overrides as given, and the effective config."""
-
-    name: str
-    partitions: int
-    configs: dict[str, str] = field(default_factory=dict)
-    config: LogConfig = field(default_factory=LogConfig)
 
 
 class LogManager:
@@ -92,14 +74,15 @@ class LogManager:
         """Lock and open ``data_dir`` (created if absent), recovering logs if the last shutdown was unclean.
 
         Raises `LogDirLockedError` if another process holds the directory, and
-        `ValueError` if ``meta.properties`` disagrees with ``node_id``/``cluster_id``.
+        `DataDirError` if ``meta.properties`` or the topic registry is damaged, or
+        ``meta.properties`` disagrees with ``node_id``/``cluster_id``.
         """
         self.data_dir = data_dir
         self.default_config = default_config or LogConfig()
         self._fs = fs if fs is not None else FileSystem()
         self.health = IoHealth()  # failed file operations of every partition log, logged and counted
         self._fs.makedirs(data_dir)
-        self._lock_fd = self._lock(data_dir)
+        self._lock_fd = lock_data_dir(data_dir)
         self._closed = False
         try:
             self.node_id, self.cluster_id = self._load_meta(node_id, cluster_id)
@@ -124,41 +107,38 @@ class LogManager:
     def _path(self, name: str) -> str:
         return os.path.join(self.data_dir, name)
 
-    def _lock(self, data_dir: str) -> int:
-        fd = os.open(os.path.join(data_dir, naming.LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise LogDirLockedError(
-                f"data directory {data_dir} is in use by another broker (could not lock {naming.LOCK_FILE})"
-            ) from None
-        return fd
-
     def _unlock(self) -> None:
         if self._lock_fd >= 0:
             fd, self._lock_fd = self._lock_fd, -1
-            with contextlib.suppress(OSError):
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            unlock_data_dir(fd)
 
     def _load_meta(self, node_id: int, cluster_id: str | None) -> tuple[int, str]:
+        """(node id, cluster id) from ``meta.properties``, written first if absent.
+
+        A damaged file or one of another node or cluster raises `DataDirError`.
+        A missing one is written anew (with a new cluster id unless one is given);
+        if partition directories exist, that is logged, since their cluster id is lost.
+        """
         path = self._path(naming.META_PROPERTIES)
         if self._fs.exists(path):
             props = parse_properties(self._fs.read_bytes(path).decode("utf-8", errors="replace"))
+            fix = "restore it, or move it aside to let the broker write a new one"
             if props.get("version") != str(META_VERSION):
-                raise ValueError(f"{path}: unsupported version {props.get('version')!r}")
+                raise DataDirError(f"{path}: unsupported or missing version {props.get('version')!r}; {fix}")
             stored_node = props.get("node.id")
             if stored_node is None or stored_node != str(node_id):
-                raise ValueError(
-                    f"{path}: node.id={stored_node} but this broker is configured with node.id={node_id}"
+                raise DataDirError(
+                    f"{path}: node.id={stored_node} but this broker is configured with node.id={node_id};"
+                    f" start it with node.id={stored_node} or give it another data directory"
                 )
             stored_cluster = props.get("cluster.id")
             if not stored_cluster:
-                raise ValueError(f"{path}: no cluster.id")
+                raise DataDirError(f"{path}: no cluster.id; {fix}")
             if cluster_id is not None and cluster_id != stored_cluster:
-                raise ValueError(f"{path}: cluster.id={stored_cluster} but {cluster_id} was requested")
+                raise DataDirError(f"{path}: cluster.id={stored_cluster} but {cluster_id} was requested")
             return node_id, stored_cluster
+        if topic_registry.partition_counts(self._fs, self.data_dir):
+            log.warning("%s missing in a data directory with partitions: writing a new one", path)
         cluster = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
         text = f"#\n#{stamp}\ncluster.id={cluster}\nnode.id={node_id}\nversion={META_VERSION}\n"
@@ -173,51 +153,11 @@ class LogManager:
             log.warning("ignoring %s", exc)
             return None
 
-    # -- topics registry ---------------------------------------------------------------------
-
-    def _read_topics(self) -> dict[str, TopicInfo]:
-        path = self._path(naming.TOPICS_FILE)
-        if not self._fs.exists(path):
-            return self._topics_from_dirs()
-        try:
-            doc = json.loads(self._fs.read_bytes(path))
-            if doc.get("version") != TOPICS_FILE_VERSION:
-                raise ValueError(f"unsupported version {doc.get('version')!r}")
-            topics: dict[str, TopicInfo] = {}
-            for name, entry in doc["topics"].items():
-                configs = {str(k): str(v) for k, v in entry.get("configs", {}).items()}
-                config = LogConfig.from_topic_configs(configs, self.default_config)
-                topics[name] = TopicInfo(name, int(entry["partitions"]), configs, config)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ValueError(f"{path}: corrupt topic registry: {exc}") from exc
-        return topics
-
-    def _topics_from_dirs(self) -> dict[str, TopicInfo]:
-        counts: dict[str, int] = {}
-        for name in self._fs.listdir(self.data_dir):
-            parsed = naming.parse_partition_dir_name(name)
-            if parsed is not None and self._fs.isdir(self._path(name)):
-                topic, partition = parsed
-                counts[topic] = max(counts.get(topic, 0), partition + 1)
-        if counts:
-            log.warning("%s missing: rebuilt the topic list from partition directories", naming.TOPICS_FILE)
-        return {t: TopicInfo(t, n, {}, self.default_config) for t, n in counts.items()}
-
-    def _write_topics(self, topics: Mapping[str, TopicInfo]) -> None:
-        doc = {
-            "version": TOPICS_FILE_VERSION,
-            "topics": {
-                t.name: {"partitions": t.partitions, "configs": dict(sorted(t.configs.items()))}
-                for t in sorted(topics.values(), key=lambda t: t.name)
-            },
-        }
-        self._fs.atomic_write(self._path(naming.TOPICS_FILE), (json.dumps(doc, indent=1) + "\n").encode())
-
     def _open_logs(self) -> None:
         recover = not self.clean_shutdown
         recovery_points = self._read_checkpoint(naming.RECOVERY_POINT_CHECKPOINT) or {}
         log_starts = self._read_checkpoint(naming.LOG_START_OFFSET_CHECKPOINT) or {}
-        self._topics = self._read_topics()
+        self._topics = topic_registry.read(self._fs, self.data_dir, self.default_config)
         wanted = {(t.name, p) for t in self._topics.values() for p in range(t.partitions)}
         for name in self._fs.listdir(self.data_dir):
             path = self._path(name)
@@ -282,7 +222,7 @@ class LogManager:
         if validate_only:
             return
         info = TopicInfo(name, partitions, {k: str(v) for k, v in given.items()}, config)
-        self._write_topics({**self._topics, name: info})
+        topic_registry.write(self._fs, self.data_dir, {**self._topics, name: info})
         self._topics[name] = info
         for p in range(partitions):
             directory = self._path(naming.partition_dir_name(name, p))
@@ -298,7 +238,7 @@ class LogManager:
         if info is None:
             raise KafkaError(f"unknown topic {name!r}", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         remaining = {t: i for t, i in self._topics.items() if t != name}
-        self._write_topics(remaining)
+        topic_registry.write(self._fs, self.data_dir, remaining)
         self._topics = remaining
         for p in range(info.partitions):
             self.cleaner.forget((name, p))
@@ -325,7 +265,7 @@ class LogManager:
         if validate_only:
             return config
         updated = TopicInfo(name, info.partitions, dict(overrides), config)
-        self._write_topics({**self._topics, name: updated})
+        topic_registry.write(self._fs, self.data_dir, {**self._topics, name: updated})
         self._topics[name] = updated
         for p in range(info.partitions):
             partition_log = self._logs.get((name, p))
@@ -449,6 +389,26 @@ class LogManager:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def lock_data_dir(data_dir: str) -> int:
+    """Take the data directory's ``.lock`` (flock, exclusive); `LogDirLockedError` if another process has it."""
+    fd = os.open(os.path.join(data_dir, naming.LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise LogDirLockedError(
+            f"data directory {data_dir} is in use by another broker (could not lock {naming.LOCK_FILE})"
+        ) from None
+    return fd
+
+
+def unlock_data_dir(fd: int) -> None:
+    """Release and close a descriptor from `lock_data_dir`."""
+    with contextlib.suppress(OSError):
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    os.close(fd)
 
 
 def parse_properties(text: str) -> dict[str, str]:

@@ -34,21 +34,26 @@ READ_CHUNK_BYTES = 1 << 20
 
 
 def ensure_offsets_topic(broker: Broker) -> int:
-    """Create `__consumer_offsets` if it does not exist; returns its partition count."""
+    """Create `__consumer_offsets` if it does not exist; returns its partition count.
+
+    An existing topic that lost its internal configs (a topic registry rebuilt
+    from the partition directories) gets them back: without
+    ``cleanup.policy=compact`` retention would delete committed offsets.
+    """
+    required = {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(broker.config["offsets.topic.segment.bytes"]),
+        "compression.type": "producer",
+    }
     info = broker.logs.topics().get(OFFSETS_TOPIC)
-    if info is not None:
-        return info.partitions
-    partitions = int(broker.config["offsets.topic.num.partitions"])
-    broker.create_topic(
-        OFFSETS_TOPIC,
-        partitions,
-        {
-            "cleanup.policy": "compact",
-            "segment.bytes": str(broker.config["offsets.topic.segment.bytes"]),
-            "compression.type": "producer",
-        },
-    )
-    return partitions
+    if info is None:
+        partitions = int(broker.config["offsets.topic.num.partitions"])
+        broker.create_topic(OFFSETS_TOPIC, partitions, required)
+        return partitions
+    if "cleanup.policy" not in info.configs:
+        log.warning("%s had no topic configs (rebuilt registry?): restoring %s", OFFSETS_TOPIC, required)
+        broker.logs.alter_topic_configs(OFFSETS_TOPIC, {**required, **info.configs})
+    return info.partitions
 
 
 class BrokerOffsetsLog:

@@ -11,7 +11,7 @@ import pytest
 from protocol.errors import ErrorCode, KafkaError
 from storage import naming
 from storage.config import LogConfig
-from storage.errors import LogDirLockedError
+from storage.errors import DataDirError, LogDirLockedError
 from storage.log_manager import LogManager, parse_properties
 from tests.unit.test_storage_support import append, make_batch
 
@@ -154,9 +154,9 @@ def test_meta_properties(tmp_path) -> None:
     text = (tmp_path / "data" / naming.META_PROPERTIES).read_text()
     assert text.startswith("#")
     assert parse_properties(text) == {"cluster.id": "abcDEF123", "node.id": "5", "version": "1"}
-    with pytest.raises(ValueError, match="node.id"):
+    with pytest.raises(DataDirError, match="node.id"):
         _manager(tmp_path, node_id=6)
-    with pytest.raises(ValueError, match="cluster.id"):
+    with pytest.raises(DataDirError, match="cluster.id"):
         _manager(tmp_path, node_id=5, cluster_id="other")
     mgr = _manager(tmp_path, node_id=5)
     assert mgr.cluster_id == "abcDEF123"

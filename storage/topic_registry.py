@@ -1,0 +1,188 @@
+"""The topic registry, ``<data-dir>/__minikafka_topics.json``: reading, writing and rebuilding it.
+
+Format (replaced atomically on every create, delete and config change, the
+commit point of each)::
+
+    {"version": 1, "topics": {"<name>": {"partitions": <n>, "configs": {"<key>": "<value>", ...}}}}
+
+``configs`` holds the topic-level overrides as given (strings).
+
+The partition directories (``<topic>-<partition>``) are the other record of
+which topics exist, so the registry can always be rebuilt from them, with the
+topic configs lost:
+
+- a missing registry (first start after a crash before it was written, or
+  deleted by hand) is rebuilt from the directories at open, with a warning;
+- an unreadable one (empty, cut short, not JSON, wrong shape) stops the broker
+  with `DataDirError`, one line pointing at `rebuild`
+  (``minikafka broker --rebuild-registry``): silently dropping configs, or
+  worse, treating every directory as an interrupted delete, would lose data.
+
+`rebuild` keeps the damaged file aside (``.damaged-<UTC time>``), salvages the
+configs of every topic whose entry in it still parses, and reports the topics
+whose configs it could not recover.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from storage import naming
+from storage.config import LogConfig
+from storage.errors import DataDirError
+from storage.fs import FileSystem
+
+log = logging.getLogger(__name__)
+
+TOPICS_FILE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """A topic as registered: partition count, overrides as given, and the effective config."""
+
+    name: str
+    partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+    config: LogConfig = field(default_factory=LogConfig)
+
+
+@dataclass(frozen=True)
+class RebuildReport:
+    """What `rebuild` did: the topics it registered, whose configs it kept, and where the old file went."""
+
+    topics: dict[str, int]  # name -> partition count
+    configs_recovered: list[str]
+    configs_lost: list[
+        str
+    ]  # topics with no readable entry in the damaged file (their overrides, if any, are gone)
+    damaged_copy: str | None
+
+
+def _parse(data: bytes, default_config: LogConfig) -> dict[str, TopicInfo]:
+    """The registry's topics; ValueError (with a short reason) if it is not what `write` writes."""
+    if not data.strip():
+        raise ValueError("the file is empty")
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("version") != TOPICS_FILE_VERSION:
+        raise ValueError(f"unsupported version {doc.get('version') if isinstance(doc, dict) else doc!r}")
+    entries = doc.get("topics")
+    if not isinstance(entries, dict):
+        raise ValueError("no topics object")
+    return {name: _entry(name, entry, default_config) for name, entry in entries.items()}
+
+
+def _entry(name: str, entry: object, default_config: LogConfig) -> TopicInfo:
+    try:
+        if not isinstance(entry, dict) or naming.topic_name_error(name) is not None:
+            raise ValueError("not a topic entry")
+        partitions = entry["partitions"]
+        if not isinstance(partitions, int) or partitions < 1:
+            raise ValueError(f"partitions {partitions!r}")
+        configs = {str(k): str(v) for k, v in (entry.get("configs") or {}).items()}
+        return TopicInfo(name, partitions, configs, LogConfig.from_topic_configs(configs, default_config))
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ValueError(f"topic {name!r}: {exc}") from None
+
+
+def read(fs: FileSystem, data_dir: str, default_config: LogConfig) -> dict[str, TopicInfo]:
+    """The registered topics; rebuilt from the partition directories if the file is missing.
+
+    Raises `DataDirError` if the file is there but unreadable.
+    """
+    path = os.path.join(data_dir, naming.TOPICS_FILE)
+    if not fs.exists(path):
+        topics = from_dirs(fs, data_dir, default_config)
+        if topics:
+            log.warning("%s missing: rebuilt the topic list from partition directories", path)
+        return topics
+    try:
+        return _parse(fs.read_bytes(path), default_config)
+    except ValueError as exc:
+        raise DataDirError(
+            f"topic registry {path} is damaged ({exc}); rebuild it from the partition directories with "
+            f"`minikafka broker --rebuild-registry` and the same data directory"
+        ) from None
+
+
+def partition_counts(fs: FileSystem, data_dir: str) -> dict[str, int]:
+    """{topic: highest partition number + 1} over the ``<topic>-<partition>`` directories."""
+    counts: dict[str, int] = {}
+    for name in fs.listdir(data_dir):
+        parsed = naming.parse_partition_dir_name(name)
+        if parsed is not None and fs.isdir(os.path.join(data_dir, name)):
+            topic, partition = parsed
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+    return counts
+
+
+def from_dirs(fs: FileSystem, data_dir: str, default_config: LogConfig) -> dict[str, TopicInfo]:
+    """Topics and partition counts from the directory names, with no overrides."""
+    return {t: TopicInfo(t, n, {}, default_config) for t, n in partition_counts(fs, data_dir).items()}
+
+
+def write(fs: FileSystem, data_dir: str, topics: Mapping[str, TopicInfo]) -> None:
+    """Replace the registry atomically and durably."""
+    doc = {
+        "version": TOPICS_FILE_VERSION,
+        "topics": {
+            t.name: {"partitions": t.partitions, "configs": dict(sorted(t.configs.items()))}
+            for t in sorted(topics.values(), key=lambda t: t.name)
+        },
+    }
+    fs.atomic_write(os.path.join(data_dir, naming.TOPICS_FILE), (json.dumps(doc, indent=1) + "\n").encode())
+
+
+def _salvage(data: bytes, default_config: LogConfig) -> dict[str, TopicInfo]:
+    """The entries of a damaged registry that still parse one by one (none if it is not a JSON object)."""
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    entries = doc.get("topics") if isinstance(doc, dict) else None
+    salvaged = {}
+    for name, entry in (entries if isinstance(entries, dict) else {}).items():
+        try:
+            salvaged[name] = _entry(name, entry, default_config)
+        except ValueError:
+            continue
+    return salvaged
+
+
+def rebuild(fs: FileSystem, data_dir: str, default_config: LogConfig | None = None) -> RebuildReport:
+    """Write a registry with every topic that has partition directories, keeping the old file aside.
+
+    Partition counts come from the directories (the highest partition number
+    + 1); configs from the old file's entries that still parse, for topics whose
+    count agrees with it. The caller must hold the data directory's lock.
+    """
+    default_config = default_config or LogConfig()
+    path = os.path.join(data_dir, naming.TOPICS_FILE)
+    old: dict[str, TopicInfo] = {}
+    damaged_copy = None
+    if fs.exists(path):
+        data = fs.read_bytes(path)
+        old = _salvage(data, default_config)
+        damaged_copy = f"{path}.damaged-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+        fs.atomic_write(damaged_copy, data)
+    counts = partition_counts(fs, data_dir)
+    topics: dict[str, TopicInfo] = {}
+    recovered, lost = [], []
+    for name, n in sorted(counts.items()):
+        kept = old.get(name)
+        if kept is not None and kept.partitions >= n:
+            topics[name] = TopicInfo(name, kept.partitions, kept.configs, kept.config)
+            recovered.append(name)
+        else:
+            topics[name] = TopicInfo(name, n, {}, default_config)
+            lost.append(name)
+    write(fs, data_dir, topics)
+    return RebuildReport({t.name: t.partitions for t in topics.values()}, recovered, lost, damaged_copy)
