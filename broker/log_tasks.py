@@ -39,7 +39,10 @@ from storage.errors import KafkaStorageError
 from storage.partition_log import PartitionLog
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
+    from broker.config import BrokerConfig
+    from broker.group_commit import GroupCommit
+    from broker.replica import ReplicaManager
+    from storage.log_manager import LogManager
 
 log = logging.getLogger("minikafka.log_tasks")
 
@@ -51,9 +54,12 @@ def _now_ms() -> int:
 
 
 class LogTasks:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        cfg = broker.config
+    def __init__(
+        self, cfg: BrokerConfig, logs: LogManager, replicas: ReplicaManager, group_commit: GroupCommit
+    ) -> None:
+        self.logs = logs
+        self.replicas = replicas
+        self.group_commit = group_commit
         self._intervals = {
             "retention": int(cfg["log.retention.check.interval.ms"]) / 1000,
             "recovery": int(cfg["log.flush.offset.checkpoint.interval.ms"]) / 1000,
@@ -68,7 +74,8 @@ class LogTasks:
         self._flushing: set[int] = set()
         self._job: CleaningJob | None = None
         self._cleaner_pool: ThreadPoolExecutor | None = None
-        self.cleanings = 0
+        self.cleanings = 0  # partition logs compacted (exported by broker/metrics.py)
+        self.segments_deleted = 0  # segments removed by retention (same)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -119,12 +126,12 @@ class LogTasks:
 
     async def housekeeping(self) -> None:
         now = _now_ms()
-        for _, plog in self.broker.logs.logs():
+        for _, plog in self.logs.logs():
             if id(plog) not in self._flushing and plog.flush_due(now):
                 self._background_flush(plog)
-        doomed = self.broker.logs.take_expired_deletions(now)
+        doomed = self.logs.take_expired_deletions(now)
         if doomed:
-            fs = self.broker.logs.fs
+            fs = self.logs.fs
             await asyncio.get_running_loop().run_in_executor(
                 None, lambda: [fs.remove_if_exists(p) for p in doomed]
             )
@@ -132,7 +139,7 @@ class LogTasks:
     def _background_flush(self, plog: PartitionLog) -> None:
         key = id(plog)
         self._flushing.add(key)
-        fut = self.broker.group_commit.sync(plog)
+        fut = self.group_commit.sync(plog)
 
         def done(f: asyncio.Future[None]) -> None:
             self._flushing.discard(key)
@@ -142,29 +149,28 @@ class LogTasks:
         fut.add_done_callback(done)
 
     async def retention(self) -> None:
-        deleted = self.broker.logs.delete_old_segments(_now_ms())
-        if deleted and self.broker.metrics is not None:
-            self.broker.metrics.count_retention(deleted)
+        deleted = self.logs.delete_old_segments(_now_ms())
+        self.segments_deleted += deleted
         if deleted:
             await self.checkpoint_log_starts()
 
     async def write_checkpoint(self, name: str, offsets: Mapping[tuple[str, int], int]) -> None:
         """Write one offset checkpoint file in the executor, one writer at a time."""
         async with self._checkpoint_lock:
-            if self.broker.logs.closed:
+            if self.logs.closed:
                 return
             await asyncio.get_running_loop().run_in_executor(
-                None, self.broker.logs.write_checkpoint, name, dict(offsets)
+                None, self.logs.write_checkpoint, name, dict(offsets)
             )
 
     async def checkpoint_recovery_points(self) -> None:
-        await self.write_checkpoint(naming.RECOVERY_POINT_CHECKPOINT, self.broker.logs.recovery_points())
+        await self.write_checkpoint(naming.RECOVERY_POINT_CHECKPOINT, self.logs.recovery_points())
 
     async def checkpoint_log_starts(self) -> None:
-        await self.write_checkpoint(naming.LOG_START_OFFSET_CHECKPOINT, self.broker.logs.log_start_offsets())
+        await self.write_checkpoint(naming.LOG_START_OFFSET_CHECKPOINT, self.logs.log_start_offsets())
 
     def _expire_producers(self) -> None:
-        expired = self.broker.expire_producers(_now_ms())
+        expired = self.replicas.expire_producers(_now_ms())
         if expired:
             log.info("forgot %d idle producer(s)", expired)
 
@@ -180,10 +186,10 @@ class LogTasks:
 
     async def clean_once(self) -> bool:
         """Clean the filthiest compacted log, if any (the swap steps as in `storage.partition_log`)."""
-        logs = self.broker.logs
+        logs = self.logs
         cleaner = logs.cleaner
         loop = asyncio.get_running_loop()
-        job = cleaner.grab_filthiest(logs.logs(), _now_ms(), self.broker.producer_last_offsets)
+        job = cleaner.grab_filthiest(logs.logs(), _now_ms(), self.replicas.producer_last_offsets)
         if job is None:
             return False
         self._job = job
@@ -210,7 +216,5 @@ class LogTasks:
             cleaner.release(job)
             return False
         self.cleanings += 1
-        if self.broker.metrics is not None:
-            self.broker.metrics.count_cleaning()
         await self.write_checkpoint(naming.CLEANER_OFFSET_CHECKPOINT, logs.cleaner_offsets())
         return True

@@ -25,8 +25,8 @@ path pays one `is None` check. Exposed families (all prefixed `minikafka_`):
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Sized
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -35,7 +35,22 @@ from prometheus_client.registry import Collector
 from protocol.messages import API_NAMES
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
+    from broker.frame_pool import FramePool
+    from broker.groups.coordinator import GroupCoordinator
+    from broker.log_tasks import LogTasks
+    from broker.replica import ReplicaManager
+    from storage.log_manager import LogManager
+
+
+class MetricsSource(Protocol):
+    """The parts of the broker whose state is read at scrape time (the `Broker` has them)."""
+
+    logs: LogManager
+    replicas: ReplicaManager
+    log_tasks: LogTasks
+    frames: FramePool
+    connections: Sized
+    groups: GroupCoordinator
 
 
 def _error_codes(obj: Any) -> Iterator[int]:
@@ -56,7 +71,7 @@ def _error_codes(obj: Any) -> Iterator[int]:
 class _StateCollector(Collector):
     """Gauges computed from the broker's state at scrape time."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: MetricsSource) -> None:
         self.broker = broker
 
     def collect(self) -> Iterable[Metric]:
@@ -83,6 +98,13 @@ class _StateCollector(Collector):
             errors.add_metric([topic, str(partition), op], float(count))
         yield errors
         yield GaugeMetricFamily("minikafka_connections", "open client connections", value=len(b.connections))
+        tasks = b.log_tasks
+        yield CounterMetricFamily(
+            "minikafka_log_segments_deleted", "segments removed by retention", value=tasks.segments_deleted
+        )
+        yield CounterMetricFamily(
+            "minikafka_log_cleaner_runs", "partition logs compacted", value=tasks.cleanings
+        )
         frames = b.frames
         yield CounterMetricFamily(
             "minikafka_frame_buffers_allocated", "large-frame receive buffers made", value=frames.allocated
@@ -90,13 +112,9 @@ class _StateCollector(Collector):
         yield CounterMetricFamily(
             "minikafka_frame_buffers_reused", "large-frame receive buffers reused", value=frames.reused
         )
-        parked = {id(f) for futures in b.waiters.values() for f in futures}
+        parked = {id(f) for part in b.replicas.partitions() for f in part.waiters}
         yield GaugeMetricFamily("minikafka_parked_fetches", "fetches waiting for data", value=len(parked))
-        groups = getattr(b, "groups", None)
-        describe = getattr(groups, "metrics_snapshot", None)
-        if describe is None:
-            return
-        snapshot = describe()
+        snapshot = b.groups.metrics_snapshot()
         yield GaugeMetricFamily("minikafka_consumer_groups", "consumer groups known", value=len(snapshot))
         members = GaugeMetricFamily("minikafka_group_members", "members of a group", labels=["group"])
         lag = GaugeMetricFamily(
@@ -117,7 +135,7 @@ class _StateCollector(Collector):
 
 
 class BrokerMetrics:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: MetricsSource) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter("minikafka_requests", "requests handled", ["api", "version"], registry=r)
@@ -135,10 +153,6 @@ class BrokerMetrics:
         self.records_in = Counter("minikafka_topic_records_in", "records appended", ["topic"], registry=r)
         self.bytes_out = Counter("minikafka_topic_bytes_out", "bytes fetched", ["topic"], registry=r)
         self.records_out = Counter("minikafka_topic_records_out", "records fetched", ["topic"], registry=r)
-        self.segments_deleted = Counter(
-            "minikafka_log_segments_deleted", "segments removed by retention", registry=r
-        )
-        self.cleaner_runs = Counter("minikafka_log_cleaner_runs", "partition logs compacted", registry=r)
         r.register(_StateCollector(broker))
         self._server: Any = None
 
@@ -169,9 +183,3 @@ class BrokerMetrics:
     def fetched(self, topic: str, size: int, records: int) -> None:
         self.bytes_out.labels(topic).inc(size)
         self.records_out.labels(topic).inc(records)
-
-    def count_retention(self, segments: int) -> None:
-        self.segments_deleted.inc(segments)
-
-    def count_cleaning(self) -> None:
-        self.cleaner_runs.inc()

@@ -56,7 +56,7 @@ class BrokerServer:
             backlog=1024,
         )
         self.port = self._server.sockets[0].getsockname()[1]
-        broker.port = int(self.config["advertised.port"]) or self.port  # what Metadata tells clients
+        broker.advertise(int(self.config["advertised.port"]) or self.port)  # what Metadata tells clients
         broker.log_tasks.start()
         log.info(
             "minikafka broker %d listening on %s:%d (advertised %s), data in %s",

@@ -13,7 +13,7 @@ from typing import Any
 
 from broker.broker import Broker
 from protocol.errors import ErrorCode, KafkaError
-from storage.config import BROKER_CONFIG_NAMES
+from storage.config import BROKER_CONFIG_NAMES, LogConfig
 
 TOPIC = 2
 BROKER = 4
@@ -41,11 +41,17 @@ def _entry(
     }
 
 
-def describe_topic(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
-    info = broker.logs.topics().get(name)
+def _topic(broker: Broker, name: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(overrides, effective values) of a topic; UNKNOWN_TOPIC_OR_PARTITION if the cluster has none such."""
+    info = broker.cluster.topic(name)
     if info is None:
         raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    values = info.config.to_topic_configs()
+    effective = LogConfig.from_topic_configs(info.configs, broker.logs.default_config)
+    return info.configs, effective.to_topic_configs()
+
+
+def describe_topic(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+    overrides, values = _topic(broker, name)
     out = []
     for key in sorted(values) if keys is None else keys:
         if key not in values:
@@ -53,18 +59,14 @@ def describe_topic(broker: Broker, name: str, keys: list[str] | None, synonyms: 
         broker_key = _BROKER_SYNONYM.get(key)
         static = broker_key is not None and broker.config.sources.get(broker_key, "default") != "default"
         chain = []
-        if key in info.configs:
-            chain.append({"name": key, "value": info.configs[key], "source": SOURCE_DYNAMIC_TOPIC})
+        if key in overrides:
+            chain.append({"name": key, "value": overrides[key], "source": SOURCE_DYNAMIC_TOPIC})
         if static:
             chain.append(
                 {"name": broker_key, "value": str(broker.config[broker_key]), "source": SOURCE_STATIC_BROKER}
             )
         source = (
-            SOURCE_DYNAMIC_TOPIC
-            if key in info.configs
-            else SOURCE_STATIC_BROKER
-            if static
-            else SOURCE_DEFAULT
+            SOURCE_DYNAMIC_TOPIC if key in overrides else SOURCE_STATIC_BROKER if static else SOURCE_DEFAULT
         )
         out.append(_entry(key, values[key], False, source, chain if synonyms else []))
     return out
@@ -88,16 +90,13 @@ def describe_broker(
 
 
 def alter_topic(broker: Broker, name: str, overrides: dict[str, str], validate_only: bool) -> None:
-    broker.logs.alter_topic_configs(name, overrides, validate_only=validate_only)
+    broker.cluster.alter_topic_configs(name, overrides, validate_only=validate_only)
 
 
 def incremental_overrides(broker: Broker, name: str, ops: list[Any]) -> dict[str, str]:
     """The topic's overrides after applying IncrementalAlterConfigs operations."""
-    info = broker.logs.topics().get(name)
-    if info is None:
-        raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-    overrides = dict(info.configs)
-    current = info.config.to_topic_configs()
+    given, current = _topic(broker, name)
+    overrides = dict(given)
     for op in ops:
         if op.config_operation == SET:
             if op.value is None:

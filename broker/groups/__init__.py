@@ -16,8 +16,10 @@ from broker.groups.coordinator import CoordinatorConfig, GroupCoordinator
 from broker.groups.store import BrokerOffsetsLog, ensure_offsets_topic
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
+    from broker.cluster import TopicAdmin
     from broker.config import BrokerConfig
+    from broker.group_commit import GroupCommit
+    from broker.replica import ReplicaManager
 
 T = TypeVar("T")
 Response = dict[str, Any]
@@ -35,14 +37,16 @@ def coordinator_config(config: BrokerConfig) -> CoordinatorConfig:
     )
 
 
-def create_coordinator(broker: Broker) -> GroupCoordinator:
+def create_coordinator(
+    config: BrokerConfig, replicas: ReplicaManager, topics: TopicAdmin, group_commit: GroupCommit
+) -> GroupCoordinator:
     """Create `__consumer_offsets` if needed, replay it, and return the running coordinator.
 
     Runs synchronously at broker start, before the server accepts connections.
     """
-    partitions = ensure_offsets_topic(broker)
+    partitions = ensure_offsets_topic(config, replicas, topics)
     coordinator = GroupCoordinator(
-        coordinator_config(broker.config), BrokerOffsetsLog(broker, partitions), LoopClock()
+        coordinator_config(config), BrokerOffsetsLog(replicas, group_commit, partitions), LoopClock()
     )
     coordinator.load()
     return coordinator

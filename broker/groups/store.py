@@ -5,9 +5,9 @@
   `offsets.topic.segment.bytes`. An existing topic keeps its partition count
   (changing it would move groups to other partitions).
 - `append` builds one uncompressed RecordBatch v2 (producer id -1, CreateTime =
-  now) from the (key, value) pairs and appends it exactly as Produce does
-  (validate, `PartitionLog.append`, advance the high watermark, wake parked
-  fetches). Durability is the acks=all rule: ``done`` runs after the broker's
+  now) from the (key, value) pairs and appends it through the replica manager
+  as Produce does (`ReplicaManager.append`: leader epoch, high watermark,
+  parked fetches woken). Durability is the acks=all rule: ``done`` runs after the broker's
   group commit has fsynced the partition.
 - `read` replays a partition from its log start offset to its high watermark,
   skipping control batches.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -25,7 +26,10 @@ from protocol.errors import ErrorCode, KafkaError, ProtocolError
 from protocol.records import Record, build_batch, decode_batch, scan_valid_prefix, validate_batches
 
 if TYPE_CHECKING:
-    from broker.broker import Broker
+    from broker.cluster import TopicAdmin
+    from broker.config import BrokerConfig
+    from broker.group_commit import GroupCommit
+    from broker.replica import ReplicaManager
 
 log = logging.getLogger("minikafka.groups.store")
 
@@ -33,7 +37,7 @@ OFFSETS_TOPIC = "__consumer_offsets"
 READ_CHUNK_BYTES = 1 << 20
 
 
-def ensure_offsets_topic(broker: Broker) -> int:
+def ensure_offsets_topic(config: BrokerConfig, replicas: ReplicaManager, topics: TopicAdmin) -> int:
     """Create `__consumer_offsets` if it does not exist; returns its partition count.
 
     An existing topic that lost its internal configs (a topic registry rebuilt
@@ -42,25 +46,26 @@ def ensure_offsets_topic(broker: Broker) -> int:
     """
     required = {
         "cleanup.policy": "compact",
-        "segment.bytes": str(broker.config["offsets.topic.segment.bytes"]),
+        "segment.bytes": str(config["offsets.topic.segment.bytes"]),
         "compression.type": "producer",
     }
-    info = broker.logs.topics().get(OFFSETS_TOPIC)
+    info = replicas.logs.topics().get(OFFSETS_TOPIC)
     if info is None:
-        partitions = int(broker.config["offsets.topic.num.partitions"])
-        broker.create_topic(OFFSETS_TOPIC, partitions, required)
+        partitions = int(config["offsets.topic.num.partitions"])
+        topics.create_topic(OFFSETS_TOPIC, partitions, required)
         return partitions
     if "cleanup.policy" not in info.configs:
         log.warning("%s had no topic configs (rebuilt registry?): restoring %s", OFFSETS_TOPIC, required)
-        broker.logs.alter_topic_configs(OFFSETS_TOPIC, {**required, **info.configs})
+        topics.alter_topic_configs(OFFSETS_TOPIC, {**required, **info.configs})
     return info.partitions
 
 
 class BrokerOffsetsLog:
     """`OffsetsLog` backed by the broker's partition logs and group commit."""
 
-    def __init__(self, broker: Broker, num_partitions: int) -> None:
-        self._broker = broker
+    def __init__(self, replicas: ReplicaManager, group_commit: GroupCommit, num_partitions: int) -> None:
+        self._replicas = replicas
+        self._group_commit = group_commit
         self._num_partitions = num_partitions
 
     @property
@@ -68,15 +73,15 @@ class BrokerOffsetsLog:
         return self._num_partitions
 
     def append(self, partition: int, records: Sequence[RecordKV], done: Done | None) -> None:
-        broker = self._broker
         loop = asyncio.get_running_loop()
         try:
-            plog = broker.get_log(OFFSETS_TOPIC, partition)
+            part = self._replicas.leader(OFFSETS_TOPIC, partition)
+            plog = part.log
             batch = bytearray(build_batch([Record(i, 0, k, v) for i, (k, v) in enumerate(records)]))
             if len(batch) > plog.config.max_message_bytes:
                 raise KafkaError(f"batch of {len(batch)} bytes", ErrorCode.MESSAGE_TOO_LARGE)
             headers = validate_batches(batch, check_crc=False)  # just built: the CRC is right
-            result = plog.append(batch, headers, leader_epoch=broker.leader_epoch)
+            self._replicas.append(part, batch, headers, int(time.time() * 1000))
         except (KafkaError, OSError) as exc:
             code = exc.code if isinstance(exc, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
             if code != ErrorCode.MESSAGE_TOO_LARGE:
@@ -85,8 +90,6 @@ class BrokerOffsetsLog:
             if done is not None:
                 loop.call_soon(done, code)
             return
-        plog.advance_high_watermark(result.last_offset + 1)
-        broker.wake((OFFSETS_TOPIC, partition))
         if done is None:
             return
 
@@ -97,10 +100,10 @@ class BrokerOffsetsLog:
             else:
                 done(ErrorCode.NONE)
 
-        broker.group_commit.sync(plog).add_done_callback(synced)
+        self._group_commit.sync(plog).add_done_callback(synced)
 
     def read(self, partition: int) -> Iterator[RecordKV]:
-        plog = self._broker.get_log(OFFSETS_TOPIC, partition)
+        plog = self._replicas.partition(OFFSETS_TOPIC, partition).log
         offset = plog.log_start_offset
         while offset < plog.high_watermark:
             data = plog.read(offset, READ_CHUNK_BYTES).data

@@ -26,6 +26,7 @@ API_KEY = 19
 
 def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
     broker = ctx.broker
+    live = {b.node_id for b in broker.cluster.brokers()}
     partitions = t.num_partitions
     if t.assignments:
         if partitions != -1 or t.replication_factor != -1:
@@ -36,9 +37,16 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
         if indexes != list(range(len(indexes))):
             raise KafkaError("assignment partitions must be 0..n-1", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
         for a in t.assignments:
-            if list(a.broker_ids) != [broker.node_id]:
+            replicas = list(a.broker_ids)
+            if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= live:
                 raise KafkaError(
-                    f"partition {a.partition_index}: replicas {list(a.broker_ids)} (only broker {broker.node_id} exists)",
+                    f"partition {a.partition_index}: replicas {replicas} are not distinct live brokers "
+                    f"(live: {sorted(live)})",
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                )
+            if len(replicas) != 1:
+                raise KafkaError(
+                    f"partition {a.partition_index}: {len(replicas)} replicas; this cluster stores one copy",
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 )
         partitions = len(indexes)
@@ -47,13 +55,21 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
             partitions = int(broker.config["num.partitions"])
         if partitions < 1:
             raise KafkaError(f"partitions must be at least 1, got {partitions}", ErrorCode.INVALID_PARTITIONS)
-        if t.replication_factor not in (-1, 1):
+        factor = t.replication_factor
+        if factor == -1:
+            factor = int(broker.config["default.replication.factor"])
+        if factor < 1 or factor > len(live):
             raise KafkaError(
-                f"replication factor {t.replication_factor} > 1 needs replication (one broker)",
+                f"replication factor: {factor} larger than available brokers: {len(live)}",
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+            )
+        if factor != 1:
+            raise KafkaError(
+                f"replication factor {factor}: this cluster stores one copy",
                 ErrorCode.INVALID_REPLICATION_FACTOR,
             )
     configs = {c.name: c.value for c in t.configs}
-    broker.create_topic(t.name, partitions, configs, validate_only=validate_only)
+    broker.cluster.create_topic(t.name, partitions, configs, validate_only=validate_only)
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:

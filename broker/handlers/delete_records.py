@@ -30,7 +30,7 @@ log = logging.getLogger("minikafka.delete_records")
 
 
 def _delete(ctx: RequestContext, topic: str, partition: int, offset: int) -> int:
-    plog = ctx.broker.get_log(topic, partition)
+    plog = ctx.broker.replicas.leader(topic, partition).log
     if not plog.config.delete:
         raise KafkaError(
             f"records of {topic}-{partition} cannot be deleted: cleanup.policy is {plog.config.cleanup_policy}",

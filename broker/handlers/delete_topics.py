@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry
-from broker.broker import INTERNAL_TOPICS
+from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 
@@ -27,7 +27,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         try:
             if name in INTERNAL_TOPICS:
                 raise KafkaError("internal topics cannot be deleted", ErrorCode.INVALID_REQUEST)
-            ctx.broker.delete_topic(name)
+            ctx.broker.cluster.delete_topic(name)
         except KafkaError as exc:
             code = exc.code
         results.append({"name": name, "error_code": code})

@@ -9,6 +9,7 @@ Behavior:
   it exceeds max_bytes / partition_max_bytes; later partitions only what fits
   in the response budget.
 - fetch_offset outside [log start offset, high watermark]: OFFSET_OUT_OF_RANGE.
+- A partition this broker hosts but does not lead: NOT_LEADER_OR_FOLLOWER.
 - Long poll: fewer than min_bytes ready and max_wait_ms > 0 parks the fetch on
   its partitions until an append wakes it or max_wait_ms passes; then it is
   answered with whatever is there. A partition error (out of range, unknown
@@ -27,8 +28,9 @@ import time
 from typing import Any
 
 from broker import registry
-from broker.broker import Broker, TopicPartition
+from broker.broker import Broker
 from broker.context import RequestContext
+from broker.replica import TopicPartition
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import validate_batches
 
@@ -58,7 +60,7 @@ def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
         parts = []
         for p in topic.partitions:
             try:
-                plog = broker.get_log(topic.topic, p.partition)
+                plog = broker.replicas.leader(topic.topic, p.partition).log
                 hw = plog.high_watermark
                 start = plog.log_start_offset
                 records: bytes | memoryview = b""
@@ -101,13 +103,13 @@ async def _long_poll(broker: Broker, req: Any) -> dict[str, Any]:
     while True:
         wait = deadline - time.monotonic()
         if wait > 0 and not broker.shutting_down:
-            fut = broker.park(tps)
+            fut = broker.replicas.park(tps)
             try:
                 await asyncio.wait_for(fut, wait)
             except TimeoutError:
                 pass
             finally:
-                broker.unpark(fut, tps)
+                broker.replicas.unpark(fut, tps)
         responses, total, errored = _read(broker, req)
         if errored or total >= req.min_bytes or time.monotonic() >= deadline or broker.shutting_down:
             return _answer(responses)

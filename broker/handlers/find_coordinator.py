@@ -1,9 +1,10 @@
 """FindCoordinator: v0-2.
 
 Behavior:
-- key_type 0 (group; v0 has no key_type): this broker coordinates every group
-  (it leads every `__consumer_offsets` partition), so the answer is always our
-  node id, advertised host and port, whatever the group id.
+- key_type 0 (group; v0 has no key_type): the coordinator of a group is the
+  leader of its `__consumer_offsets` partition (Java hashCode of the group id,
+  modulo the partition count), as the cluster view has it; a partition with
+  no live leader answers COORDINATOR_NOT_AVAILABLE.
 - key_type 1 (transaction): COORDINATOR_NOT_AVAILABLE (no transactions yet);
   any other key_type: INVALID_REQUEST.
 Version notes: v1 adds key_type, throttle_time_ms and error_message; v2 has v1's layout.
@@ -16,6 +17,7 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.groups.store import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 
 API_KEY = 10
@@ -27,15 +29,21 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     key_type = req.key_type if ctx.version >= 1 else GROUP_KEY_TYPE
     if key_type == GROUP_KEY_TYPE:
         broker = ctx.broker
-        return {
-            "throttle_time_ms": 0,
-            "error_code": 0,
-            "error_message": None,
-            "node_id": broker.node_id,
-            "host": broker.config.advertised_host,
-            "port": broker.port,
-        }
-    if key_type == TRANSACTION_KEY_TYPE:
+        offsets = broker.cluster.topic(OFFSETS_TOPIC)
+        if offsets is not None:
+            state = offsets.partitions[broker.groups.partition_for(req.key)]
+            node = broker.cluster.broker(state.leader)
+            if node is not None:
+                return {
+                    "throttle_time_ms": 0,
+                    "error_code": 0,
+                    "error_message": None,
+                    "node_id": node.node_id,
+                    "host": node.host,
+                    "port": node.port,
+                }
+        code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group's coordinator partition has no leader"
+    elif key_type == TRANSACTION_KEY_TYPE:
         code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported"
     else:
         code, message = ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"

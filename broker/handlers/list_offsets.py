@@ -5,7 +5,7 @@ Behavior:
   watermark (= last stable offset: no transactions yet); answered with timestamp -1.
 - Any other timestamp: the first offset whose timestamp is >= it, with that
   timestamp, from the time index; none: offset -1, timestamp -1.
-- Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION.
+- Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; not the leader: NOT_LEADER_OR_FOLLOWER.
 Version notes: v2 adds isolation_level and throttle_time_ms; v3 is v2's layout.
 """
 
@@ -23,7 +23,7 @@ LATEST = -1
 
 
 def _lookup(ctx: RequestContext, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
-    plog = ctx.broker.get_log(topic, partition)
+    plog = ctx.broker.replicas.leader(topic, partition).log
     if timestamp == EARLIEST:
         return -1, plog.log_start_offset
     if timestamp == LATEST:

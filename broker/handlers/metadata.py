@@ -1,8 +1,10 @@
 """Metadata: v0-5.
 
 Behavior:
-- Lists this broker (node id, advertised host and port) and names it the
-  controller, and every partition led by it with replicas = ISR = [node id].
+- Brokers, controller and every partition's leader, replicas, ISR and offline
+  replicas come from the cluster view (one broker: itself, leading everything
+  with replicas = ISR = [node id]). A partition with no leader answers
+  LEADER_NOT_AVAILABLE with leader -1.
 - v0: an empty topic list means all topics; v1+: null means all, empty means none.
 - A requested topic that does not exist is created with num.partitions when
   auto.create.topics.enable is on and the request allows it (v4+
@@ -19,28 +21,28 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry
-from broker.broker import INTERNAL_TOPICS
+from broker.cluster import TopicState
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 3
 
 
-def _topic(name: str, partitions: int, node: int) -> dict[str, Any]:
+def _topic(topic: TopicState) -> dict[str, Any]:
     return {
         "error_code": 0,
-        "name": name,
-        "is_internal": name in INTERNAL_TOPICS,
+        "name": topic.name,
+        "is_internal": topic.internal,
         "partitions": [
             {
-                "error_code": 0,
-                "partition_index": p,
-                "leader_id": node,
-                "replica_nodes": [node],
-                "isr_nodes": [node],
-                "offline_replicas": [],
+                "error_code": ErrorCode.LEADER_NOT_AVAILABLE if p.leader < 0 else 0,
+                "partition_index": p.index,
+                "leader_id": p.leader,
+                "replica_nodes": list(p.replicas),
+                "isr_nodes": list(p.isr),
+                "offline_replicas": list(p.offline_replicas),
             }
-            for p in range(partitions)
+            for p in topic.partitions
         ],
     }
 
@@ -52,34 +54,38 @@ def _error_topic(name: str, code: int) -> dict[str, Any]:
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     broker = ctx.broker
     config = broker.config
-    node = broker.node_id
-    known = broker.logs.topics()
+    cluster = broker.cluster
     requested = req.topics
     if requested is None or (ctx.version == 0 and not requested):
-        names = sorted(known)
+        names = sorted(cluster.topics())
     else:
         names = [t.name for t in requested]
     allow_create = config["auto.create.topics.enable"] and (ctx.version < 4 or req.allow_auto_topic_creation)
     topics = []
     for name in names:
-        info = known.get(name)
-        if info is None:
+        state = cluster.topic(name)
+        if state is None:
             if not allow_create:
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             try:
-                broker.create_topic(name, int(config["num.partitions"]))
+                cluster.create_topic(name, int(config["num.partitions"]))
             except KafkaError as exc:
                 code = exc.code if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS else 0
                 topics.append(_error_topic(name, code))
                 continue
-            info = broker.logs.topics()[name]
-        topics.append(_topic(name, info.partitions, node))
+            state = cluster.topic(name)
+            if state is None:  # created, but not yet known here (another broker's controller)
+                topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
+                continue
+        topics.append(_topic(state))
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": node, "host": config.advertised_host, "port": ctx.broker.port, "rack": None}],
-        "cluster_id": broker.cluster_id,
-        "controller_id": node,
+        "brokers": [
+            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.brokers()
+        ],
+        "cluster_id": cluster.cluster_id,
+        "controller_id": cluster.controller_id,
         "topics": topics,
     }
 

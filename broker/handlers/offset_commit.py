@@ -32,14 +32,14 @@ API_KEY = 8
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
-    known = ctx.broker.logs.topics()
+    known = ctx.broker.cluster.topics()
     codes: dict[TopicPartition, ErrorCode] = {}
     commits: dict[TopicPartition, OffsetCommit] = {}
     for topic in req.topics:
         info = known.get(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < info.partitions:
+            if info is None or not 0 <= p.partition_index < len(info.partitions):
                 codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 commits[tp] = OffsetCommit(p.committed_offset, p.committed_metadata)

@@ -7,11 +7,11 @@ Behavior:
   INVALID_RECORD; transactional batches are INVALID_TXN_STATE (no transactions yet).
 - Compacted topics (cleanup.policy has compact): every record needs a key, else
   INVALID_RECORD (batches are decoded for this; other topics are not).
-- Idempotent batches (producer id >= 0) go through the producer-state checks; a
+- The append itself is the replica manager's (`ReplicaManager.append`):
+  idempotent batches (producer id >= 0) go through the producer-state checks; a
   duplicate of one of the last five batches answers success with its original
   base offset and is not appended again (acks=-1: after an fsync, like the original).
-- When the append rolls a segment, the producer state is snapshotted at the new
-  segment's base offset (see broker/producer_state.py).
+- A partition this broker hosts but does not lead: NOT_LEADER_OR_FOLLOWER.
 - The bytes are appended verbatim; the log patches baseOffset and
   partitionLeaderEpoch (LogAppendTime topics: also maxTimestamp, the timestamp
   type bit and the CRC).
@@ -36,7 +36,7 @@ import time
 from typing import Any
 
 from broker import registry
-from broker.broker import INTERNAL_TOPICS
+from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import validate_batches
@@ -66,7 +66,8 @@ def _append(
     broker = ctx.broker
     if topic in INTERNAL_TOPICS:
         raise KafkaError(f"cannot append to internal topic {topic}", ErrorCode.INVALID_TOPIC_EXCEPTION)
-    plog = broker.get_log(topic, index)
+    part = broker.replicas.leader(topic, index)
+    plog = part.log
     if not records:
         raise CorruptRecordError("empty record set")
     # The connection hands Produce frames over writable (broker/connection.py), so the record sets
@@ -85,30 +86,13 @@ def _append(
             raise KafkaError("transactions are not supported", ErrorCode.INVALID_TXN_STATE)
     if plog.config.compact:
         check_keys(buf, headers)
-    tp = (topic, index)
-    producers = broker.producer_state(tp) if headers[0].producer_id >= 0 else None
-    if producers is not None:
-        duplicate = producers.check(headers[0])
-        if duplicate is not None:
-            return _partition_result(index, 0, duplicate, -1, plog.log_start_offset), plog
-        for h in headers[1:]:
-            if h.producer_id != headers[0].producer_id:
-                raise KafkaError("batches of several producers in one record set", ErrorCode.INVALID_RECORD)
-    result = plog.append(buf, headers, leader_epoch=broker.leader_epoch, now_ms=now_ms)
-    plog.advance_high_watermark(result.last_offset + 1)  # single replica: committed once appended
-    if result.rolled:
-        broker.snapshot_producers(tp, plog, result.base_offset)
-    if producers is not None:
-        offset = result.base_offset
-        for h in headers:
-            producers.update(h, offset)
-            offset += h.last_offset_delta + 1
-    broker.wake(tp)
-    if broker.metrics is not None:
+    outcome = broker.replicas.append(part, buf, headers, now_ms)
+    if outcome.appended and broker.metrics is not None:
         broker.metrics.appended(topic, len(buf), sum(h.record_count for h in headers))
-    return _partition_result(
-        index, 0, result.base_offset, result.log_append_time_ms, plog.log_start_offset
-    ), plog
+    result = _partition_result(
+        index, 0, outcome.base_offset, outcome.log_append_time_ms, outcome.log_start_offset
+    )
+    return result, plog
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:

@@ -1,0 +1,104 @@
+"""`LocalCluster`: the cluster view and topic admin of a single broker with no ZooKeeper.
+
+This broker is every topic's only replica, the leader of every partition
+(leader epoch 0, replicas = ISR = [itself]) and the controller. The view is
+derived from the log manager's topic registry and cached until a topic is
+created, deleted or reconfigured.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+
+from broker.cluster.view import BrokerNode, PartitionState, TopicState
+from broker.replica import Partition, ReplicaManager
+from storage.errors import KafkaStorageError
+
+log = logging.getLogger("minikafka.cluster")
+
+LEADER_EPOCH = 0
+
+
+class LocalCluster:
+    def __init__(self, replicas: ReplicaManager, node: BrokerNode) -> None:
+        self.replicas = replicas
+        self.logs = replicas.logs
+        self.node = node  # the server sets the advertised address once it has bound its port
+        self.topic_deleted: list[Callable[[str], None]] = []  # run after a topic's logs are gone
+        self._topics: dict[str, TopicState] | None = None
+        for part in replicas.partitions():
+            self._lead(part)
+
+    def _lead(self, part: Partition) -> None:
+        me = [self.node.node_id]
+        try:
+            part.become_leader(LEADER_EPOCH, me, me)
+        except KafkaStorageError as exc:  # an offline log: still ours, answering KAFKA_STORAGE_ERROR
+            log.warning("%s-%d: %s", part.topic, part.index, exc)
+            part.leader_id, part.leader_epoch, part.isr = part.local_id, LEADER_EPOCH, me
+
+    # -- ClusterView ---------------------------------------------------------------------------
+    @property
+    def cluster_id(self) -> str:
+        return self.logs.cluster_id
+
+    @property
+    def controller_id(self) -> int:
+        return self.node.node_id
+
+    def brokers(self) -> list[BrokerNode]:
+        return [self.node]
+
+    def broker(self, node_id: int) -> BrokerNode | None:
+        return self.node if node_id == self.node.node_id else None
+
+    def topics(self) -> Mapping[str, TopicState]:
+        if self._topics is None:
+            self._topics = {name: self._state(name) for name in self.logs.topics()}
+        return self._topics
+
+    def topic(self, name: str) -> TopicState | None:
+        return self.topics().get(name)
+
+    def _state(self, name: str) -> TopicState:
+        info = self.logs.topics()[name]
+        states = []
+        for index in range(info.partitions):
+            part = self.replicas.get((name, index))
+            epoch = part.leader_epoch if part is not None else LEADER_EPOCH
+            me = (self.node.node_id,)
+            states.append(PartitionState(index, self.node.node_id, epoch, me, me))
+        return TopicState(name, tuple(states), dict(info.configs))
+
+    # -- TopicAdmin ----------------------------------------------------------------------------
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        self.logs.create_topic(name, partitions, configs or {}, validate_only=validate_only)
+        if validate_only:
+            return
+        self._topics = None
+        for part in self.replicas.host(name, range(partitions)):
+            self._lead(part)
+        log.info("created topic %s with %d partitions", name, partitions)
+
+    def delete_topic(self, name: str) -> None:
+        self.logs.delete_topic(name)
+        self._topics = None
+        self.replicas.drop_topic(name)
+        for callback in self.topic_deleted:
+            callback(name)
+        log.info("deleted topic %s", name)
+
+    def alter_topic_configs(
+        self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        self.logs.alter_topic_configs(name, overrides, validate_only=validate_only)
+        if not validate_only:
+            self._topics = None

@@ -1,0 +1,89 @@
+"""The cluster as handlers see it: brokers, controller, topics and their partition states.
+
+`ClusterView` is read-only and answers from what this broker currently knows;
+`TopicAdmin` changes topics. Both are protocols so handlers do not depend on
+whether the cluster is one embedded broker or several coordinated through
+ZooKeeper.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerNode:
+    """A live broker and the address clients reach it at."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """One partition's leadership: leader -1 when it has none (all ISR members down)."""
+
+    index: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicState:
+    name: str
+    partitions: tuple[PartitionState, ...]
+    configs: dict[str, str] = field(default_factory=dict)  # topic-level overrides
+
+    @property
+    def internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+class ClusterView(Protocol):
+    @property
+    def cluster_id(self) -> str: ...
+
+    @property
+    def controller_id(self) -> int: ...
+
+    def brokers(self) -> list[BrokerNode]:
+        """Live brokers, by node id."""
+        ...
+
+    def broker(self, node_id: int) -> BrokerNode | None: ...
+
+    def topics(self) -> Mapping[str, TopicState]: ...
+
+    def topic(self, name: str) -> TopicState | None: ...
+
+
+class TopicAdmin(Protocol):
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Raises `KafkaError` (INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_CONFIG)."""
+        ...
+
+    def delete_topic(self, name: str) -> None:
+        """Raises `KafkaError` UNKNOWN_TOPIC_OR_PARTITION."""
+        ...
+
+    def alter_topic_configs(
+        self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
+    ) -> None:
+        """Replace a topic's overrides; raises `KafkaError` UNKNOWN_TOPIC_OR_PARTITION or INVALID_CONFIG."""
+        ...
