@@ -7,7 +7,7 @@ exceptions: ``flush.messages`` / ``flush.ms`` are `flush_interval_messages` /
 per-topic overrides (``segment.bytes`` ...) via `from_topic_configs`.
 
 Kafka topic configs that minikafka accepts but does not act on (e.g.
-``min.insync.replicas``, ``compression.type``) are validated loosely and kept in
+``compression.type``, ``preallocate``) are validated loosely and kept in
 `LogConfig.extra`, so tools that set them on CreateTopics keep working; an
 unknown name is a `ValueError`.
 """
@@ -47,6 +47,7 @@ class LogConfig:
     file_delete_delay_ms: int = 60_000  # file.delete.delay.ms: `.deleted` files are removed this much later
     min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
     min_compaction_lag_ms: int = 0  # min.compaction.lag.ms: younger segments are not cleaned
+    min_insync_replicas: int = 1  # min.insync.replicas: acks=all needs this many in-sync replicas
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -180,6 +181,7 @@ TOPIC_CONFIGS: dict[str, _Spec] = {
     "file.delete.delay.ms": _Spec("file_delete_delay_ms", _int_at_least(0)),
     "min.cleanable.dirty.ratio": _Spec("min_cleanable_dirty_ratio", _ratio),
     "min.compaction.lag.ms": _Spec("min_compaction_lag_ms", _int_at_least(0)),
+    "min.insync.replicas": _Spec("min_insync_replicas", _int_at_least(1, INT32_MAX)),
     # Accepted (Kafka topic configs that clients and tools set) but not acted upon.
     "compression.type": _Spec(None, _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
     "follower.replication.throttled.replicas": _Spec(None, _any_string),
@@ -192,7 +194,6 @@ TOPIC_CONFIGS: dict[str, _Spec] = {
     "message.timestamp.after.max.ms": _Spec(None, _int_at_least(0)),
     "message.timestamp.before.max.ms": _Spec(None, _int_at_least(0)),
     "message.timestamp.difference.max.ms": _Spec(None, _int_at_least(0)),
-    "min.insync.replicas": _Spec(None, _int_at_least(1, INT32_MAX)),
     "preallocate": _Spec(None, _boolean),
     "remote.storage.enable": _Spec(None, _boolean),
     "segment.jitter.ms": _Spec(None, _int_at_least(0)),
@@ -219,6 +220,7 @@ BROKER_CONFIG_NAMES: dict[str, tuple[str, int]] = {
     "log.segment.delete.delay.ms": ("file.delete.delay.ms", 1),
     "log.cleaner.min.cleanable.ratio": ("min.cleanable.dirty.ratio", 1),
     "log.cleaner.min.compaction.lag.ms": ("min.compaction.lag.ms", 1),
+    "min.insync.replicas": ("min.insync.replicas", 1),
 }
 
 

@@ -137,7 +137,7 @@ class LogManager:
             if cluster_id is not None and cluster_id != stored_cluster:
                 raise DataDirError(f"{path}: cluster.id={stored_cluster} but {cluster_id} was requested")
             return node_id, stored_cluster
-        if topic_registry.partition_counts(self._fs, self.data_dir):
+        if topic_registry.partition_dirs(self._fs, self.data_dir):
             log.warning("%s missing in a data directory with partitions: writing a new one", path)
         cluster = cluster_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         stamp = time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())
@@ -158,7 +158,7 @@ class LogManager:
         recovery_points = self._read_checkpoint(naming.RECOVERY_POINT_CHECKPOINT) or {}
         log_starts = self._read_checkpoint(naming.LOG_START_OFFSET_CHECKPOINT) or {}
         self._topics = topic_registry.read(self._fs, self.data_dir, self.default_config)
-        wanted = {(t.name, p) for t in self._topics.values() for p in range(t.partitions)}
+        wanted = {(t.name, p) for t in self._topics.values() for p in t.local_partitions}
         for name in self._fs.listdir(self.data_dir):
             path = self._path(name)
             if naming.is_delete_dir_name(name) and self._fs.isdir(path):
@@ -188,8 +188,12 @@ class LogManager:
         configs: Mapping[str, str | None] | None = None,
         *,
         validate_only: bool = False,
+        hosted: tuple[int, ...] | None = None,
     ) -> None:
         """Register ``name`` with ``partitions`` empty logs and topic-level config overrides.
+
+        ``hosted``: only these partitions get a local log (cluster mode: the
+        replicas assigned to this broker); None: all of them.
 
         Raises `KafkaError` with INVALID_TOPIC_EXCEPTION (bad name, or colliding with
         an existing topic once '.' and '_' are equated, as Kafka forbids),
@@ -221,10 +225,31 @@ class LogManager:
             raise KafkaError(str(exc), code=ErrorCode.INVALID_CONFIG) from None
         if validate_only:
             return
-        info = TopicInfo(name, partitions, {k: str(v) for k, v in given.items()}, config)
+        info = TopicInfo(name, partitions, {k: str(v) for k, v in given.items()}, config, hosted)
         topic_registry.write(self._fs, self.data_dir, {**self._topics, name: info})
         self._topics[name] = info
-        for p in range(partitions):
+        self._create_logs(name, info.local_partitions, config)
+
+    def host_partition(self, name: str, partition: int) -> PartitionLog:
+        """Add a local replica of ``partition`` to a topic registered with only some hosted (cluster mode)."""
+        self._check_open()
+        info = self._topics[name]
+        existing = self._logs.get((name, partition))
+        if existing is not None:
+            return existing
+        if not 0 <= partition < info.partitions:
+            raise KafkaError(
+                f"{name} has no partition {partition}", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+        hosted = tuple(sorted({*info.local_partitions, partition}))
+        updated = TopicInfo(name, info.partitions, info.configs, info.config, hosted)
+        topic_registry.write(self._fs, self.data_dir, {**self._topics, name: updated})
+        self._topics[name] = updated
+        self._create_logs(name, (partition,), info.config)
+        return self._logs[(name, partition)]
+
+    def _create_logs(self, name: str, partitions: tuple[int, ...], config: LogConfig) -> None:
+        for p in partitions:
             directory = self._path(naming.partition_dir_name(name, p))
             if self._fs.exists(directory):
                 self._fs.rmtree(directory)  # stale leftovers of an earlier topic with this name
@@ -240,7 +265,7 @@ class LogManager:
         remaining = {t: i for t, i in self._topics.items() if t != name}
         topic_registry.write(self._fs, self.data_dir, remaining)
         self._topics = remaining
-        for p in range(info.partitions):
+        for p in info.local_partitions:
             self.cleaner.forget((name, p))
             partition_log = self._logs.pop((name, p), None)
             if partition_log is not None:
@@ -264,10 +289,10 @@ class LogManager:
             raise KafkaError(str(exc), code=ErrorCode.INVALID_CONFIG) from None
         if validate_only:
             return config
-        updated = TopicInfo(name, info.partitions, dict(overrides), config)
+        updated = TopicInfo(name, info.partitions, dict(overrides), config, info.hosted)
         topic_registry.write(self._fs, self.data_dir, {**self._topics, name: updated})
         self._topics[name] = updated
-        for p in range(info.partitions):
+        for p in info.local_partitions:
             partition_log = self._logs.get((name, p))
             if partition_log is not None:
                 partition_log.config = config

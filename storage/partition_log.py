@@ -512,15 +512,43 @@ class PartitionLog:
         latest one, `KafkaStorageError` for I/O failures (nothing is written then,
         though ``record_set`` may already be patched).
         """
+        return self._append(record_set, headers, leader_epoch=leader_epoch, now_ms=now_ms, replicated=None)
+
+    def append_as_follower(
+        self, record_set: bytearray | memoryview, headers: Sequence[BatchHeader], now_ms: int | None = None
+    ) -> AppendResult:
+        """Append batches fetched from the leader as they are: their offsets and leader epochs are kept.
+
+        The first batch must start at the LEO and the batches must be contiguous
+        (`ValueError` otherwise). Each leader epoch newer than the latest one is
+        recorded at its first batch's base offset. Timestamps are not touched.
+        """
+        return self._append(record_set, headers, leader_epoch=-1, now_ms=now_ms, replicated=headers)
+
+    def _append(
+        self,
+        record_set: bytearray | memoryview,
+        headers: Sequence[HeaderLike],
+        *,
+        leader_epoch: int,
+        now_ms: int | None,
+        replicated: Sequence[BatchHeader] | None,
+    ) -> AppendResult:
         self._check_usable()
         if not headers:
             raise ValueError("empty record set")
         now = _now_ms() if now_ms is None else now_ms
+        if replicated is not None:
+            expected_base = self._leo
+            for h in replicated:
+                if h.base_offset != expected_base:
+                    raise ValueError(f"replicated batch at offset {h.base_offset}, expected {expected_base}")
+                expected_base = h.base_offset + h.last_offset_delta + 1
         if 0 <= leader_epoch < self._epochs.latest_epoch:
             raise ValueError(
                 f"leader epoch {leader_epoch} is older than the latest {self._epochs.latest_epoch}"
             )
-        log_append_time = self.config.log_append_time
+        log_append_time = self.config.log_append_time and replicated is None
         base = self._leo
         offset = base
         expected = 0
@@ -547,14 +575,19 @@ class PartitionLog:
             seg = self._segments[-1]
             if last_offset - seg.base_offset > INT32_MAX:
                 raise ValueError(f"record set spans too many offsets ({last_offset - base + 1})")
-            if leader_epoch > self._epochs.latest_epoch:
-                self._epochs.assign(leader_epoch, base)
-            offset = base
-            for position, last, _ in batches:
-                patch_base_offset(record_set, position, offset, leader_epoch)
-                if log_append_time:
-                    set_log_append_time(record_set, position, now)
-                offset = last + 1
+            if replicated is not None:
+                for h in replicated:
+                    if h.partition_leader_epoch > self._epochs.latest_epoch:
+                        self._epochs.assign(h.partition_leader_epoch, h.base_offset)
+            else:
+                if leader_epoch > self._epochs.latest_epoch:
+                    self._epochs.assign(leader_epoch, base)
+                offset = base
+                for position, last, _ in batches:
+                    patch_base_offset(record_set, position, offset, leader_epoch)
+                    if log_append_time:
+                        set_log_append_time(record_set, position, now)
+                    offset = last + 1
             if seg.is_empty:
                 seg.created_ms = now
             seg.append(base, last_offset, max_ts, offset_of_max, record_set, batches=batches)
@@ -608,9 +641,16 @@ class PartitionLog:
     # -- read --------------------------------------------------------------------------------
 
     def read(
-        self, offset: int, max_bytes: int, *, min_one_batch: bool = True, to_send: bool = False
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one_batch: bool = True,
+        to_send: bool = False,
+        upto_leo: bool = False,
     ) -> ReadResult:
-        """Whole batches from the one containing ``offset``, up to ``max_bytes``, never at or past the HW.
+        """Whole batches from the one containing ``offset``, up to ``max_bytes``, never at or past the HW
+        (``upto_leo``: up to the LEO, for follower replicas).
 
         At least one whole batch (if any is below the HW) even if larger than
         ``max_bytes``, unless ``min_one_batch`` is False. ``offset`` below the log
@@ -626,7 +666,12 @@ class PartitionLog:
                 code=ErrorCode.OFFSET_OUT_OF_RANGE,
             )
         data: bytes | memoryview = b""
-        if offset < self._hw:
+        if upto_leo and offset < self._leo:
+            for seg in self._segments[self._segment_index(offset) :]:
+                data = seg.read(offset, max_bytes, None, min_one=min_one_batch, to_send=to_send)
+                if data:
+                    break
+        elif offset < self._hw:
             hw_segment, hw_position = self._hw_segment, self._hw_position
             for seg in self._segments[self._segment_index(offset) :]:
                 limit = hw_position if seg is hw_segment else None

@@ -3,9 +3,12 @@
 Format (replaced atomically on every create, delete and config change, the
 commit point of each)::
 
-    {"version": 1, "topics": {"<name>": {"partitions": <n>, "configs": {"<key>": "<value>", ...}}}}
+    {"version": 1, "topics": {"<name>": {"partitions": <n>, "configs": {"<key>": "<value>", ...},
+                                         "hosted": [<p>, ...]}}}
 
-``configs`` holds the topic-level overrides as given (strings).
+``configs`` holds the topic-level overrides as given (strings). ``hosted``
+(cluster mode) lists the partitions whose replicas live in this data
+directory; without it every partition 0..n-1 does.
 
 The partition directories (``<topic>-<partition>``) are the other record of
 which topics exist, so the registry can always be rebuilt from them, with the
@@ -50,6 +53,11 @@ class TopicInfo:
     partitions: int
     configs: dict[str, str] = field(default_factory=dict)
     config: LogConfig = field(default_factory=LogConfig)
+    hosted: tuple[int, ...] | None = None  # partitions with a local replica (None: all)
+
+    @property
+    def local_partitions(self) -> tuple[int, ...]:
+        return tuple(range(self.partitions)) if self.hosted is None else self.hosted
 
 
 @dataclass(frozen=True)
@@ -88,7 +96,14 @@ def _entry(name: str, entry: object, default_config: LogConfig) -> TopicInfo:
         if not isinstance(partitions, int) or partitions < 1:
             raise ValueError(f"partitions {partitions!r}")
         configs = {str(k): str(v) for k, v in (entry.get("configs") or {}).items()}
-        return TopicInfo(name, partitions, configs, LogConfig.from_topic_configs(configs, default_config))
+        hosted = entry.get("hosted")
+        if hosted is not None and (
+            not isinstance(hosted, list)
+            or not all(isinstance(h, int) and 0 <= h < partitions for h in hosted)
+        ):
+            raise ValueError(f"hosted {hosted!r}")
+        config = LogConfig.from_topic_configs(configs, default_config)
+        return TopicInfo(name, partitions, configs, config, None if hosted is None else tuple(sorted(hosted)))
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ValueError(f"topic {name!r}: {exc}") from None
 
@@ -113,20 +128,26 @@ def read(fs: FileSystem, data_dir: str, default_config: LogConfig) -> dict[str, 
         ) from None
 
 
-def partition_counts(fs: FileSystem, data_dir: str) -> dict[str, int]:
-    """{topic: highest partition number + 1} over the ``<topic>-<partition>`` directories."""
-    counts: dict[str, int] = {}
+def partition_dirs(fs: FileSystem, data_dir: str) -> dict[str, set[int]]:
+    """{topic: partition numbers} of the ``<topic>-<partition>`` directories."""
+    found: dict[str, set[int]] = {}
     for name in fs.listdir(data_dir):
         parsed = naming.parse_partition_dir_name(name)
         if parsed is not None and fs.isdir(os.path.join(data_dir, name)):
-            topic, partition = parsed
-            counts[topic] = max(counts.get(topic, 0), partition + 1)
-    return counts
+            found.setdefault(parsed[0], set()).add(parsed[1])
+    return found
+
+
+def _from_dir(name: str, partitions: set[int], default_config: LogConfig) -> TopicInfo:
+    """A topic as its directories show it: count = highest partition + 1, ``hosted`` if some are missing."""
+    count = max(partitions) + 1
+    hosted = None if len(partitions) == count else tuple(sorted(partitions))
+    return TopicInfo(name, count, {}, default_config, hosted)
 
 
 def from_dirs(fs: FileSystem, data_dir: str, default_config: LogConfig) -> dict[str, TopicInfo]:
     """Topics and partition counts from the directory names, with no overrides."""
-    return {t: TopicInfo(t, n, {}, default_config) for t, n in partition_counts(fs, data_dir).items()}
+    return {t: _from_dir(t, ps, default_config) for t, ps in partition_dirs(fs, data_dir).items()}
 
 
 def write(fs: FileSystem, data_dir: str, topics: Mapping[str, TopicInfo]) -> None:
@@ -135,6 +156,7 @@ def write(fs: FileSystem, data_dir: str, topics: Mapping[str, TopicInfo]) -> Non
         "version": TOPICS_FILE_VERSION,
         "topics": {
             t.name: {"partitions": t.partitions, "configs": dict(sorted(t.configs.items()))}
+            | ({} if t.hosted is None else {"hosted": list(t.hosted)})
             for t in sorted(topics.values(), key=lambda t: t.name)
         },
     }
@@ -173,16 +195,15 @@ def rebuild(fs: FileSystem, data_dir: str, default_config: LogConfig | None = No
         old = _salvage(data, default_config)
         damaged_copy = f"{path}.damaged-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
         fs.atomic_write(damaged_copy, data)
-    counts = partition_counts(fs, data_dir)
     topics: dict[str, TopicInfo] = {}
     recovered, lost = [], []
-    for name, n in sorted(counts.items()):
+    for name, found in sorted(partition_dirs(fs, data_dir).items()):
         kept = old.get(name)
-        if kept is not None and kept.partitions >= n:
-            topics[name] = TopicInfo(name, kept.partitions, kept.configs, kept.config)
+        if kept is not None and found <= set(kept.local_partitions):
+            topics[name] = kept
             recovered.append(name)
         else:
-            topics[name] = TopicInfo(name, n, {}, default_config)
+            topics[name] = _from_dir(name, found, default_config)
             lost.append(name)
     write(fs, data_dir, topics)
     return RebuildReport({t.name: t.partitions for t in topics.values()}, recovered, lost, damaged_copy)

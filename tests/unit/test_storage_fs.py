@@ -290,6 +290,7 @@ def test_log_config_from_topic_configs() -> None:
             "message.timestamp.type": "LogAppendTime",
             "cleanup.policy": "delete,compact",
             "min.insync.replicas": "2",
+            "preallocate": "true",
             "retention.bytes": None,
         },
         base,
@@ -297,7 +298,8 @@ def test_log_config_from_topic_configs() -> None:
     assert c.segment_bytes == 1000 and c.segment_ms == 60000
     assert c.log_append_time and c.compact
     assert c.cleanup_policy == "compact,delete"
-    assert c.extra == {"min.insync.replicas": "2"}
+    assert c.min_insync_replicas == 2
+    assert c.extra == {"preallocate": "true"}
     assert c.to_topic_configs()["segment.ms"] == "60000"
     assert c.to_topic_configs()["min.insync.replicas"] == "2"
     assert base.extra == {}

@@ -686,3 +686,26 @@ def test_stray_files_cleaned_on_open(tmp_path) -> None:
         + ["leader-epoch-checkpoint"]
     )
     reopened.close()
+
+
+# -- follower appends ------------------------------------------------------------------------
+
+
+def test_follower_append_keeps_the_leaders_offsets_and_epochs(tmp_path) -> None:
+    leader = _open(tmp_path / "leader")
+    append(leader, make_batch(2), epoch=0)
+    append(leader, make_batch(3), epoch=4)
+    data = bytearray(leader.read(0, 10**6).data)
+    follower = _open(tmp_path / "follower")
+    headers = batches_in(bytes(data))
+    result = follower.append_as_follower(data, headers)
+    assert (result.base_offset, result.last_offset, follower.log_end_offset) == (0, 4, 5)
+    assert follower.read(0, 10**6).data == b""  # the follower's HW is the caller's to move
+    follower.advance_high_watermark(5)
+    assert bytes(follower.read(0, 10**6).data) == bytes(data)  # byte for byte
+    assert follower.leader_epochs.entries == [(0, 0), (4, 2)]
+    with pytest.raises(ValueError):
+        again = bytearray(data)
+        follower.append_as_follower(again, batches_in(bytes(again)))  # not at the follower's LEO
+    leader.close()
+    follower.close()
