@@ -49,7 +49,7 @@ import os
 import struct
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -298,6 +298,24 @@ class ProducerIdAllocator:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
+        pid = self._next
+        self._next += 1
+        return pid
+
+
+class BlockProducerIds:
+    """Producer ids from blocks claimed cluster-wide (``claim`` returns a block's first id; cluster mode)."""
+
+    def __init__(self, claim: Callable[[], int], block_size: int = ID_BLOCK) -> None:
+        self._claim = claim
+        self._block = block_size
+        self._next = 0
+        self._limit = 0
+
+    def allocate(self) -> int:
+        if self._next >= self._limit:
+            self._next = self._claim()
+            self._limit = self._next + self._block
         pid = self._next
         self._next += 1
         return pid

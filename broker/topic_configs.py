@@ -90,7 +90,7 @@ def describe_broker(
 
 
 def alter_topic(broker: Broker, name: str, overrides: dict[str, str], validate_only: bool) -> None:
-    broker.cluster.alter_topic_configs(name, overrides, validate_only=validate_only)
+    broker.admin.alter_topic_configs(name, overrides, validate_only=validate_only)
 
 
 def incremental_overrides(broker: Broker, name: str, ops: list[Any]) -> dict[str, str]:

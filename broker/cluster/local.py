@@ -9,6 +9,7 @@ created, deleted or reconfigured.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 
 from broker.cluster.view import BrokerNode, PartitionState, TopicState
@@ -33,10 +34,16 @@ class LocalCluster:
     def _lead(self, part: Partition) -> None:
         me = [self.node.node_id]
         try:
-            part.become_leader(LEADER_EPOCH, me, me)
+            part.become_leader(LEADER_EPOCH, me, me, int(time.time() * 1000))
         except KafkaStorageError as exc:  # an offline log: still ours, answering KAFKA_STORAGE_ERROR
             log.warning("%s-%d: %s", part.topic, part.index, exc)
             part.leader_id, part.leader_epoch, part.isr = part.local_id, LEADER_EPOCH, me
+
+    async def start(self) -> None:
+        """Nothing to join: one broker is the whole cluster."""
+
+    async def stop(self) -> None:
+        pass
 
     # -- ClusterView ---------------------------------------------------------------------------
     @property
@@ -79,7 +86,12 @@ class LocalCluster:
         configs: Mapping[str, str | None] | None = None,
         *,
         validate_only: bool = False,
+        replication_factor: int | None = None,
+        assignment: dict[int, list[int]] | None = None,
     ) -> None:
+        """One broker: one replica per partition (callers check the factor against `brokers`)."""
+        if assignment is not None:
+            partitions = len(assignment)
         self.logs.create_topic(name, partitions, configs or {}, validate_only=validate_only)
         if validate_only:
             return

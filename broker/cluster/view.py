@@ -74,8 +74,12 @@ class TopicAdmin(Protocol):
         configs: Mapping[str, str | None] | None = None,
         *,
         validate_only: bool = False,
+        replication_factor: int | None = None,
+        assignment: dict[int, list[int]] | None = None,
     ) -> None:
-        """Raises `KafkaError` (INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_CONFIG)."""
+        """Create a topic: ``assignment`` ({partition: replicas}) wins over ``partitions`` and the factor
+        (None: ``default.replication.factor``). Raises `KafkaError` (INVALID_TOPIC_EXCEPTION,
+        TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG)."""
         ...
 
     def delete_topic(self, name: str) -> None:

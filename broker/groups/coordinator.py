@@ -179,6 +179,8 @@ class GroupCoordinator:
         self.loading = True
         self.closed = False
         self._expiry_timer: TimerHandle | None = None
+        # the __consumer_offsets partitions whose groups this broker coordinates; None: all (one broker)
+        self._owned: set[int] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -189,6 +191,29 @@ class GroupCoordinator:
         self._schedule_expiry()
         log.info("loaded %d groups from __consumer_offsets", len(self._groups))
 
+    def start_unowned(self) -> None:
+        """Cluster mode: coordinate no partition until `elect` (the broker leads none yet)."""
+        self._owned = set()
+        self.loading = False
+        self._schedule_expiry()
+
+    def elect(self, partition: int) -> None:
+        """This broker now leads ``partition`` of __consumer_offsets: replay it and coordinate its groups."""
+        if self._owned is None or partition in self._owned:
+            return
+        self._load_partition(partition)
+        self._owned.add(partition)
+        log.info("coordinating the groups of __consumer_offsets-%d", partition)
+
+    def resign(self, partition: int) -> None:
+        """Leadership of ``partition`` moved away: forget its groups; their members get NOT_COORDINATOR."""
+        if self._owned is None or partition not in self._owned:
+            return
+        self._owned.discard(partition)
+        for group_id in [g for g in self._groups if self.partition_for(g) == partition]:
+            self._abandon(self._groups.pop(group_id))
+        log.info("no longer coordinating the groups of __consumer_offsets-%d", partition)
+
     def shutdown(self) -> None:
         """Stop timers, answer waiting JoinGroup/SyncGroup with NOT_COORDINATOR; later requests too."""
         if self.closed:
@@ -198,17 +223,21 @@ class GroupCoordinator:
             self._expiry_timer.cancel()
             self._expiry_timer = None
         for group in self._groups.values():
-            if group.join_timer is not None:
-                group.join_timer.cancel()
-                group.join_timer = None
-            for handle in group.pending_members.values():
-                handle.cancel()
-            for member in group.members.values():
-                if member.timer is not None:
-                    member.timer.cancel()
-                    member.timer = None
-                self._invoke_join(member, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
-                self._invoke_sync(member, SyncResult(ErrorCode.NOT_COORDINATOR))
+            self._abandon(group)
+
+    def _abandon(self, group: Group) -> None:
+        """Stop a group's timers and answer its waiting JoinGroup/SyncGroup with NOT_COORDINATOR."""
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+            group.join_timer = None
+        for handle in group.pending_members.values():
+            handle.cancel()
+        for member in group.members.values():
+            if member.timer is not None:
+                member.timer.cancel()
+                member.timer = None
+            self._invoke_join(member, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+            self._invoke_sync(member, SyncResult(ErrorCode.NOT_COORDINATOR))
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self._log.num_partitions)
@@ -231,6 +260,8 @@ class GroupCoordinator:
             return ErrorCode.INVALID_GROUP_ID
         if self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if self._owned is not None and self.partition_for(group_id) not in self._owned:
+            return ErrorCode.NOT_COORDINATOR
         return None
 
     # -- JoinGroup ---------------------------------------------------------------------------

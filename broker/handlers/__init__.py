@@ -21,6 +21,7 @@ from broker.handlers import (  # noqa: F401
     metadata,
     offset_commit,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sync_group,
 )

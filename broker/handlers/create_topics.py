@@ -28,34 +28,33 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
     broker = ctx.broker
     live = {b.node_id for b in broker.cluster.brokers()}
     partitions = t.num_partitions
+    assignment: dict[int, list[int]] | None = None
+    factor = t.replication_factor
     if t.assignments:
-        if partitions != -1 or t.replication_factor != -1:
+        if partitions != -1 or factor != -1:
             raise KafkaError(
                 "assignments given with partitions or replication factor", ErrorCode.INVALID_REQUEST
             )
-        indexes = sorted(a.partition_index for a in t.assignments)
-        if indexes != list(range(len(indexes))):
+        assignment = {a.partition_index: list(a.broker_ids) for a in t.assignments}
+        if sorted(assignment) != list(range(len(assignment))):
             raise KafkaError("assignment partitions must be 0..n-1", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
-        for a in t.assignments:
-            replicas = list(a.broker_ids)
+        sizes = {len(r) for r in assignment.values()}
+        for index, replicas in assignment.items():
             if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= live:
                 raise KafkaError(
-                    f"partition {a.partition_index}: replicas {replicas} are not distinct live brokers "
-                    f"(live: {sorted(live)})",
+                    f"partition {index}: replicas {replicas} are not distinct live brokers (live: {sorted(live)})",
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 )
-            if len(replicas) != 1:
-                raise KafkaError(
-                    f"partition {a.partition_index}: {len(replicas)} replicas; this cluster stores one copy",
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                )
-        partitions = len(indexes)
+        if len(sizes) != 1:
+            raise KafkaError(
+                "every partition needs the same number of replicas", ErrorCode.INVALID_REPLICA_ASSIGNMENT
+            )
+        partitions, factor = len(assignment), sizes.pop()
     else:
         if partitions == -1:
             partitions = int(broker.config["num.partitions"])
         if partitions < 1:
             raise KafkaError(f"partitions must be at least 1, got {partitions}", ErrorCode.INVALID_PARTITIONS)
-        factor = t.replication_factor
         if factor == -1:
             factor = int(broker.config["default.replication.factor"])
         if factor < 1 or factor > len(live):
@@ -63,13 +62,15 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
                 f"replication factor: {factor} larger than available brokers: {len(live)}",
                 ErrorCode.INVALID_REPLICATION_FACTOR,
             )
-        if factor != 1:
-            raise KafkaError(
-                f"replication factor {factor}: this cluster stores one copy",
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-            )
     configs = {c.name: c.value for c in t.configs}
-    broker.cluster.create_topic(t.name, partitions, configs, validate_only=validate_only)
+    broker.admin.create_topic(
+        t.name,
+        partitions,
+        configs,
+        validate_only=validate_only,
+        replication_factor=factor,
+        assignment=assignment,
+    )
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:

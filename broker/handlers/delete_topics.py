@@ -27,7 +27,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         try:
             if name in INTERNAL_TOPICS:
                 raise KafkaError("internal topics cannot be deleted", ErrorCode.INVALID_REQUEST)
-            ctx.broker.cluster.delete_topic(name)
+            ctx.broker.admin.delete_topic(name)
         except KafkaError as exc:
             code = exc.code
         results.append({"name": name, "error_code": code})

@@ -18,7 +18,12 @@ Behavior:
   (no transactions yet), which read_committed consumers need.
 Version notes: v7+ answer session_id 0 (no incremental fetch sessions) and
   ignore forgotten_topics_data; v11 answers preferred_read_replica -1.
-Leaves out: fetch sessions, follower fetches (replica_id >= 0 treated like a consumer), throttling.
+- Follower fetches (replica_id >= 0) read up to the log end offset, not the
+  high watermark; their fetch offset is the follower's LEO, which moves the
+  leader's HW and the ISR (`ReplicaManager.follower_fetched`).
+- v9+ current_leader_epoch older than the partition's: FENCED_LEADER_EPOCH;
+  newer: UNKNOWN_LEADER_EPOCH.
+Leaves out: fetch sessions, throttling.
 """
 
 from __future__ import annotations
@@ -56,23 +61,31 @@ def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
     total = 0
     errored = False
     responses = []
+    follower = req.replica_id >= 0
+    now_ms = int(time.time() * 1000)
     for topic in req.topics:
         parts = []
         for p in topic.partitions:
             try:
-                plog = broker.replicas.leader(topic.topic, p.partition).log
+                part = broker.replicas.leader(topic.topic, p.partition)
+                part.check_epoch(p.get("current_leader_epoch", -1))
+                plog = part.log
+                if follower:
+                    broker.replicas.follower_fetched(part, req.replica_id, p.fetch_offset, now_ms)
                 hw = plog.high_watermark
                 start = plog.log_start_offset
+                end = plog.log_end_offset if follower else hw
                 records: bytes | memoryview = b""
-                if p.fetch_offset < start or p.fetch_offset > hw:
+                if p.fetch_offset < start or p.fetch_offset > end:
                     raise KafkaError("fetch offset out of range", ErrorCode.OFFSET_OUT_OF_RANGE)
                 left = budget - total
-                if p.fetch_offset < hw and (left > 0 or total == 0):
+                if p.fetch_offset < end and (left > 0 or total == 0):
                     records = plog.read(
                         p.fetch_offset,
                         min(p.partition_max_bytes, max(left, 0)),
                         min_one_batch=total == 0,
                         to_send=True,
+                        upto_leo=follower,
                     ).data
                     total += len(records)
                     if broker.metrics is not None and records:

@@ -69,7 +69,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             try:
-                cluster.create_topic(name, int(config["num.partitions"]))
+                broker.admin.create_topic(name, int(config["num.partitions"]))
             except KafkaError as exc:
                 code = exc.code if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS else 0
                 topics.append(_error_topic(name, code))

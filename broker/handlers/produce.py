@@ -15,9 +15,14 @@ Behavior:
 - The bytes are appended verbatim; the log patches baseOffset and
   partitionLeaderEpoch (LogAppendTime topics: also maxTimestamp, the timestamp
   type bit and the CRC).
-- acks=0: no response at all. acks=1: answered after the append (and after an
-  fsync when the partition's flush.messages is reached). acks=-1: answered after
-  a group-committed fsync of every touched partition; a failed fsync answers
+- acks=0: no response at all. acks=1: answered after the leader's append (and
+  after an fsync when the partition's flush.messages is reached). acks=-1:
+  refused with NOT_ENOUGH_REPLICAS (nothing appended) when the ISR is smaller
+  than min.insync.replicas; answered after a group-committed fsync of every
+  touched partition and once the high watermark has passed the batch (every
+  in-sync replica has it): NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank
+  below min.insync.replicas meanwhile, NOT_LEADER_OR_FOLLOWER if leadership
+  moved, REQUEST_TIMED_OUT after the request's timeout. A failed fsync answers
   KAFKA_STORAGE_ERROR and never acknowledges. A failed write leaves no partial
   bytes and answers KAFKA_STORAGE_ERROR.
 - acks outside {-1, 0, 1}: INVALID_REQUIRED_ACKS for every partition.
@@ -38,10 +43,10 @@ from typing import Any
 from broker import registry
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
+from broker.replica import Partition
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import validate_batches
 from storage.cleaner import check_keys
-from storage.partition_log import PartitionLog
 
 API_KEY = 0
 
@@ -61,8 +66,9 @@ def _partition_result(
 
 
 def _append(
-    ctx: RequestContext, topic: str, index: int, records: bytes | memoryview | None, now_ms: int
-) -> tuple[dict[str, Any], PartitionLog | None]:
+    ctx: RequestContext, topic: str, index: int, records: bytes | memoryview | None, acks: int, now_ms: int
+) -> tuple[dict[str, Any], Partition | None, int]:
+    """(partition result, the partition if bytes were appended or a duplicate acknowledged, the last offset)."""
     broker = ctx.broker
     if topic in INTERNAL_TOPICS:
         raise KafkaError(f"cannot append to internal topic {topic}", ErrorCode.INVALID_TOPIC_EXCEPTION)
@@ -86,20 +92,26 @@ def _append(
             raise KafkaError("transactions are not supported", ErrorCode.INVALID_TXN_STATE)
     if plog.config.compact:
         check_keys(buf, headers)
+    if acks == -1 and len(part.isr) < plog.config.min_insync_replicas:
+        raise KafkaError(
+            f"{topic}-{index}: {len(part.isr)} in-sync replicas, min.insync.replicas is "
+            f"{plog.config.min_insync_replicas}",
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+        )
     outcome = broker.replicas.append(part, buf, headers, now_ms)
     if outcome.appended and broker.metrics is not None:
         broker.metrics.appended(topic, len(buf), sum(h.record_count for h in headers))
     result = _partition_result(
         index, 0, outcome.base_offset, outcome.log_append_time_ms, outcome.log_start_offset
     )
-    return result, plog
+    return result, part, outcome.last_offset
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
     acks = req.acks
     now_ms = int(time.time() * 1000)
     responses: list[dict[str, Any]] = []
-    to_sync: list[tuple[dict[str, Any], PartitionLog]] = []
+    to_sync: list[tuple[dict[str, Any], Partition, int]] = []
     for topic in req.topic_data:
         parts = []
         for pd in topic.partition_data:
@@ -107,38 +119,48 @@ def handle(ctx: RequestContext, req: Any) -> Any:
                 parts.append(_partition_result(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
                 continue
             try:
-                result, plog = _append(ctx, topic.name, pd.index, pd.records, now_ms)
+                result, part, last = _append(ctx, topic.name, pd.index, pd.records, acks, now_ms)
             except KafkaError as exc:
                 log.debug("produce %s-%d rejected: %s", topic.name, pd.index, exc)
-                result, plog = _partition_result(pd.index, exc.code), None
+                result, part, last = _partition_result(pd.index, exc.code), None, -1
             except OSError as exc:
                 log.error("produce %s-%d: storage error: %s", topic.name, pd.index, exc)
-                result, plog = _partition_result(pd.index, ErrorCode.KAFKA_STORAGE_ERROR), None
+                result, part, last = _partition_result(pd.index, ErrorCode.KAFKA_STORAGE_ERROR), None, -1
             parts.append(result)
-            if plog is not None and (
-                acks == -1 or plog.unflushed_messages >= plog.config.flush_interval_messages
+            if part is not None and (
+                acks == -1 or part.log.unflushed_messages >= part.log.config.flush_interval_messages
             ):
-                to_sync.append((result, plog))
+                to_sync.append((result, part, last))
         responses.append({"name": topic.name, "partition_responses": parts})
     response = {"responses": responses, "throttle_time_ms": 0}
     if acks == 0:
         return None
     if to_sync:
-        return _after_fsync(ctx, response, to_sync)
+        return _after_fsync(ctx, response, to_sync, acks == -1, req.timeout_ms)
     return response
 
 
 async def _after_fsync(
-    ctx: RequestContext, response: dict[str, Any], to_sync: list[tuple[dict[str, Any], PartitionLog]]
+    ctx: RequestContext,
+    response: dict[str, Any],
+    to_sync: list[tuple[dict[str, Any], Partition, int]],
+    replicated: bool,
+    timeout_ms: int,
 ) -> dict[str, Any]:
+    """Answer once every touched partition is fsynced and, for acks=all, its HW has passed the batch."""
     commit = ctx.broker.group_commit
-    waits = {id(plog): commit.sync(plog) for _, plog in to_sync}
-    for result, plog in to_sync:
+    waits = {id(part): commit.sync(part.log) for _, part, _ in to_sync}
+    for result, part, last in to_sync:
         try:
-            await waits[id(plog)]
+            await waits[id(part)]
         except (OSError, KafkaError) as exc:
             log.debug("fsync failed, not acknowledging: %s", exc)  # the partition log reported it
             result.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, base_offset=-1)
+            continue
+        if replicated:
+            code = await ctx.broker.replicas.wait_for_replication(part, last + 1, max(timeout_ms, 0) / 1000)
+            if code:
+                result.update(error_code=code, base_offset=-1)
     return response
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from broker.producer_state import PartitionProducers, load_producer_state, write_snapshot
@@ -48,6 +48,7 @@ class AppendOutcome:
     """What `ReplicaManager.append` did: offsets for the response, and whether bytes were appended."""
 
     base_offset: int
+    last_offset: int
     log_append_time_ms: int
     log_start_offset: int
     appended: bool  # False for a duplicate of a recent idempotent batch
@@ -59,6 +60,8 @@ class ReplicaManager:
         self.node_id = node_id
         self.producer_expiration_ms = producer_expiration_ms
         self.closing = False
+        # set by the cluster side when ISR changes are written somewhere (ZooKeeper): (partition, wanted ISR)
+        self.isr_requests: Callable[[Partition, list[int]], None] | None = None
         self._partitions: dict[TopicPartition, Partition] = {}
         started = time.monotonic()
         for (topic, index), plog in logs.logs():
@@ -126,7 +129,8 @@ class ReplicaManager:
         if producers is not None:
             duplicate = producers.check(headers[0])
             if duplicate is not None:
-                return AppendOutcome(duplicate, -1, plog.log_start_offset, appended=False)
+                last = duplicate + sum(h.last_offset_delta + 1 for h in headers) - 1
+                return AppendOutcome(duplicate, last, -1, plog.log_start_offset, appended=False)
             for h in headers[1:]:
                 if h.producer_id != headers[0].producer_id:
                     raise KafkaError(
@@ -143,12 +147,107 @@ class ReplicaManager:
                 offset += h.last_offset_delta + 1
         part.wake()
         return AppendOutcome(
-            result.base_offset, result.log_append_time_ms, plog.log_start_offset, appended=True
+            result.base_offset,
+            result.last_offset,
+            result.log_append_time_ms,
+            plog.log_start_offset,
+            appended=True,
         )
 
     def _advance_high_watermark(self, part: Partition) -> None:
-        # ISR = [this broker]: every appended offset is on every in-sync replica.
-        part.log.advance_high_watermark(part.log.log_end_offset)
+        """HW = min LEO over the ISR (a follower not heard from since this leadership began holds it back)."""
+        leo = part.log.log_end_offset
+        hw = leo
+        for replica in part.isr:
+            if replica != self.node_id:
+                hw = min(hw, part.follower_leo.get(replica, part.log.high_watermark))
+        if part.log.advance_high_watermark(hw):
+            part.release_hw_waiters()
+            if hw < leo or part.isr != [self.node_id]:
+                part.wake()  # consumers parked below the old HW (appends wake them on a single replica)
+
+    # -- replication, leader side ---------------------------------------------------------------
+    def follower_fetched(self, part: Partition, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+        """A follower fetched from ``fetch_offset``: everything below it is on that replica.
+
+        Updates its LEO and caught-up time, the HW, and asks for it to join the
+        ISR when it has caught up to the HW within this leadership
+        (`isr_changes` holds the wanted ISR for the cluster side to write).
+        """
+        leo = part.log.log_end_offset
+        part.follower_leo[replica_id] = min(fetch_offset, leo)
+        if fetch_offset >= leo:
+            part.caught_up_ms[replica_id] = now_ms
+        if replica_id in part.isr:
+            self._advance_high_watermark(part)
+        elif (
+            replica_id in part.replicas
+            and fetch_offset >= part.log.high_watermark
+            and fetch_offset >= part.epoch_start
+        ):
+            self.request_isr(part, sorted({*part.isr, replica_id}, key=part.replicas.index))
+
+    def lagging_followers(self, part: Partition, now_ms: int, lag_ms: int) -> list[int]:
+        """ISR followers that have not caught up to the leader's LEO for ``lag_ms``."""
+        return [r for r in part.isr if r != self.node_id and now_ms - part.caught_up_ms.get(r, 0) > lag_ms]
+
+    def request_isr(self, part: Partition, isr: list[int]) -> None:
+        """Ask the cluster side to make ``isr`` the partition's ISR (it counts only once written)."""
+        if isr != part.isr and not part.isr_change_pending and self.isr_requests is not None:
+            part.isr_change_pending = True
+            self.isr_requests(part, isr)
+
+    def isr_changed(self, part: Partition, isr: list[int], partition_epoch: int) -> None:
+        """The cluster side wrote ``isr`` for ``part`` (or read a newer one): apply it."""
+        part.isr_change_pending = False
+        part.isr = list(isr)
+        part.partition_epoch = partition_epoch
+        if part.is_leader:
+            self._advance_high_watermark(part)
+            part.release_hw_waiters()
+
+    async def wait_for_replication(self, part: Partition, offset: int, timeout_s: float) -> int:
+        """acks=all: wait until the HW passes ``offset`` (the end of the appended batch).
+
+        Returns an error code: NONE; NOT_LEADER_OR_FOLLOWER if leadership was
+        lost meanwhile; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
+        ``min.insync.replicas`` before the HW got there; REQUEST_TIMED_OUT.
+        """
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        epoch = part.leader_epoch
+        while True:
+            if not part.is_leader or part.leader_epoch != epoch:
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if part.log.high_watermark >= offset:
+                return ErrorCode.NONE
+            if len(part.isr) < part.log.config.min_insync_replicas:
+                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return ErrorCode.REQUEST_TIMED_OUT
+            fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            part.hw_waiters.append((offset, fut))
+            try:
+                await asyncio.wait_for(fut, left)
+            except TimeoutError:
+                return ErrorCode.REQUEST_TIMED_OUT
+
+    # -- replication, follower side -------------------------------------------------------------
+    def follower_append(
+        self, part: Partition, buf: bytearray, headers: list[BatchHeader], leader_hw: int, now_ms: int
+    ) -> None:
+        """Append batches fetched from the leader, then HW = min(leader HW, own LEO) (never backwards)."""
+        plog = part.log
+        if headers:
+            producers = part.producer_state()
+            result = plog.append_as_follower(buf, headers, now_ms)
+            if result.rolled:
+                self.snapshot_producers(part, result.base_offset)
+            for h in headers:
+                if h.producer_id >= 0 and not h.is_control:
+                    producers.update(h, h.base_offset, now_ms)
+        if plog.advance_high_watermark(min(leader_hw, plog.log_end_offset)):
+            part.wake()
 
     # -- parked fetches -----------------------------------------------------------------------
     def park(self, tps: Iterable[TopicPartition]) -> asyncio.Future[None]:
@@ -192,6 +291,11 @@ class ReplicaManager:
                 log.warning("producer snapshot %s at %d not written: %s", directory, offset, exc)
 
         asyncio.get_running_loop().run_in_executor(None, write)
+
+    def rebuild_producers(self, part: Partition) -> None:
+        """Producer state from the log again (after a follower truncated its log)."""
+        state, part.snapshot_offset = load_producer_state(part.log, expiration_ms=self.producer_expiration_ms)
+        part.producers = state if state.producers else None
 
     def expire_producers(self, now_ms: int) -> int:
         expiration = self.producer_expiration_ms

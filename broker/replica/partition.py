@@ -10,9 +10,17 @@ State, all on the event loop thread:
   log at start (see broker/producer_state.py); ``snapshot_offset`` is the offset
   of its newest snapshot.
 - ``waiters``: fetches parked until data arrives (`wake`).
+- As leader: ``follower_leo`` and ``caught_up_ms`` per follower (from their
+  fetch offsets), ``epoch_start`` (the LEO when this leadership began) and
+  ``hw_waiters``, acks=all produces waiting for the HW to pass an offset.
+- ``partition_epoch``: the version of the partition's state in the cluster
+  metadata (ZooKeeper's znode version), for conditional ISR writes.
+- As follower: ``needs_truncation`` until the fetcher has asked the leader
+  where its log and ours diverge (OffsetForLeaderEpoch).
 
 A single broker leads every partition with replicas = ISR = [itself]; with
-replication, the cluster side changes the role with `become_leader`.
+replication, the cluster side changes the role with `become_leader` and
+`become_follower`.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from __future__ import annotations
 import asyncio
 
 from broker.producer_state import PartitionProducers
+from protocol.errors import ErrorCode, KafkaError
 from storage.partition_log import PartitionLog
 
 
@@ -36,6 +45,13 @@ class Partition:
         "producers",
         "snapshot_offset",
         "waiters",
+        "follower_leo",
+        "caught_up_ms",
+        "epoch_start",
+        "hw_waiters",
+        "partition_epoch",
+        "needs_truncation",
+        "isr_change_pending",
     )
 
     def __init__(self, topic: str, index: int, log: PartitionLog, local_id: int) -> None:
@@ -50,6 +66,13 @@ class Partition:
         self.producers: PartitionProducers | None = None
         self.snapshot_offset = -1
         self.waiters: set[asyncio.Future[None]] = set()
+        self.follower_leo: dict[int, int] = {}
+        self.caught_up_ms: dict[int, int] = {}
+        self.epoch_start = 0
+        self.hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self.partition_epoch = -1
+        self.needs_truncation = False
+        self.isr_change_pending = False
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -59,13 +82,77 @@ class Partition:
     def is_leader(self) -> bool:
         return self.leader_id == self.local_id
 
-    def become_leader(self, leader_epoch: int, replicas: list[int], isr: list[int]) -> None:
-        """Lead from ``leader_epoch`` on: the epoch's start offset is recorded at the LEO (Kafka's makeLeader)."""
+    def become_leader(
+        self, leader_epoch: int, replicas: list[int], isr: list[int], now_ms: int, partition_epoch: int = -1
+    ) -> None:
+        """Lead from ``leader_epoch`` on: the epoch's start offset is recorded at the LEO (Kafka's makeLeader).
+
+        Followers count as caught up now, so the ISR does not shrink before
+        they have had ``replica.lag.time.max.ms`` to fetch from the new leader.
+        """
         self.log.become_leader(leader_epoch)
+        new_term = not self.is_leader or leader_epoch != self.leader_epoch
         self.leader_id = self.local_id
         self.leader_epoch = leader_epoch
         self.replicas = list(replicas)
         self.isr = list(isr)
+        self.partition_epoch = partition_epoch
+        self.needs_truncation = False
+        if new_term:
+            self.epoch_start = self.log.log_end_offset
+            self.follower_leo = {}
+            self.caught_up_ms = {r: now_ms for r in replicas if r != self.local_id}
+
+    def become_follower(
+        self, leader_id: int, leader_epoch: int, replicas: list[int], isr: list[int], partition_epoch: int
+    ) -> None:
+        """Follow ``leader_id`` (or nobody, -1) from ``leader_epoch`` on; acks=all waiters are failed."""
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replicas = list(replicas)
+        self.isr = list(isr)
+        self.partition_epoch = partition_epoch
+        self.needs_truncation = True
+        self.follower_leo = {}
+        self.caught_up_ms = {}
+        self.fail_hw_waiters()
+        self.wake()
+
+    def fail_hw_waiters(self) -> None:
+        waiters, self.hw_waiters = self.hw_waiters, []
+        for _, fut in waiters:
+            if not fut.done():
+                fut.set_result(None)  # the waiter re-checks leadership and answers accordingly
+
+    def release_hw_waiters(self) -> None:
+        """Resolve the acks=all waiters whose offset the HW has passed."""
+        hw = self.log.high_watermark
+        if not self.hw_waiters:
+            return
+        keep = []
+        for offset, fut in self.hw_waiters:
+            if offset <= hw:
+                if not fut.done():
+                    fut.set_result(None)
+            elif not fut.done():
+                keep.append((offset, fut))
+        self.hw_waiters = keep
+
+    def check_epoch(self, current: int) -> None:
+        """Fencing of a request that names the leader epoch it believes current (-1: none given).
+
+        Older than ours: FENCED_LEADER_EPOCH (the sender missed a leader change);
+        newer: UNKNOWN_LEADER_EPOCH (we have not heard of it yet).
+        """
+        if current < 0 or current == self.leader_epoch:
+            return
+        if current < self.leader_epoch:
+            raise KafkaError(
+                f"leader epoch {current} is older than {self.leader_epoch}", ErrorCode.FENCED_LEADER_EPOCH
+            )
+        raise KafkaError(
+            f"leader epoch {current} is newer than {self.leader_epoch}", ErrorCode.UNKNOWN_LEADER_EPOCH
+        )
 
     def producer_state(self) -> PartitionProducers:
         if self.producers is None:

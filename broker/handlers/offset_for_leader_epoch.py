@@ -1,0 +1,52 @@
+"""OffsetForLeaderEpoch: v2-3.
+
+Behavior:
+- Per partition, as its leader: the largest leader epoch <= the requested one
+  that this log has, and its end offset (the next epoch's start offset, or the
+  log end offset for the latest epoch); a follower truncates its log to that
+  point before fetching, never blindly to its high watermark.
+- No such epoch (the requested one is older than every epoch here): epoch -1,
+  offset -1 (UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET).
+- current_leader_epoch older than the partition's: FENCED_LEADER_EPOCH; newer:
+  UNKNOWN_LEADER_EPOCH. Not the leader: NOT_LEADER_OR_FOLLOWER; unknown
+  partition: UNKNOWN_TOPIC_OR_PARTITION.
+Version notes: v3 adds replica_id (-1 for consumers checking for truncation).
+Leaves out: throttling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from protocol.errors import KafkaError
+
+API_KEY = 23
+
+
+def _end_offset(ctx: RequestContext, topic: str, p: Any) -> tuple[int, int]:
+    part = ctx.broker.replicas.leader(topic, p.partition)
+    part.check_epoch(p.current_leader_epoch)
+    plog = part.log
+    return plog.leader_epochs.end_offset_for(p.leader_epoch, plog.log_end_offset)
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    topics = []
+    for t in req.topics:
+        parts = []
+        for p in t.partitions:
+            try:
+                epoch, end = _end_offset(ctx, t.topic, p)
+                code = 0
+            except KafkaError as exc:
+                epoch, end, code = -1, -1, exc.code
+            parts.append(
+                {"error_code": code, "partition": p.partition, "leader_epoch": epoch, "end_offset": end}
+            )
+        topics.append({"topic": t.topic, "partitions": parts})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+registry.register(API_KEY, 2, 3, handle)

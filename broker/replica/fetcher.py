@@ -1,0 +1,267 @@
+"""Replica fetchers: a follower copies its partitions from their leaders, byte for byte.
+
+One `ReplicaFetcher` per leader broker, each an asyncio task with one
+long-lived connection (request header v1, Fetch v11 with replica_id = our id,
+OffsetForLeaderEpoch v3). For every partition it follows from that leader:
+
+1. Truncation first (``Partition.needs_truncation``, set when it became a
+   follower): ask the leader for the end offset of our latest leader epoch and
+   truncate to min(that, our end offset for the epoch the leader answered),
+   Kafka's leader-epoch rule; never to the high watermark. An epoch the
+   leader does not know (-1) truncates to our HW, below which every replica
+   agrees.
+2. Then fetch from our LEO with the leader epoch we know (fenced requests come
+   back FENCED/UNKNOWN_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER: wait for the
+   cluster metadata to move), append the leader's batches as they are
+   (`ReplicaManager.follower_append`), HW = min(leader HW, own LEO).
+   (A follower whose end is below the leader's log start offset, after the
+   leader's retention ran while it was down, is logged and not yet repaired.)
+
+`FetcherManager.follow` is called by the cluster side whenever roles change;
+fetchers for leaders we no longer follow anything from are stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from broker.replica.manager import ReplicaManager
+from broker.replica.partition import Partition
+from protocol.errors import ErrorCode, ProtocolError
+from protocol.headers import encode_request_header
+from protocol.messages import decode_response, encode_request
+from protocol.records import validate_batches
+
+log = logging.getLogger("minikafka.replica_fetcher")
+
+FETCH_VERSION = 11
+EPOCH_VERSION = 3
+_SIZE = struct.Struct(">i")
+MAX_WAIT_MS = 500
+MAX_BYTES = 16 << 20
+PARTITION_MAX_BYTES = 1 << 20
+RETRY_S = 0.2
+
+Address = tuple[str, int]
+
+
+class ReplicaFetcher:
+    """Fetches every partition we follow from one leader broker."""
+
+    def __init__(
+        self, replicas: ReplicaManager, leader_id: int, address: Callable[[int], Address | None]
+    ) -> None:
+        self.replicas = replicas
+        self.leader_id = leader_id
+        self._address = address
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._correlation = 0
+        self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.ensure_future(self._run())
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        self._close()
+
+    # -- connection ---------------------------------------------------------------------------
+    def _close(self) -> None:
+        if self._conn is not None:
+            self._conn[1].close()
+            self._conn = None
+
+    async def _request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        if self._conn is None:
+            address = self._address(self.leader_id)
+            if address is None:
+                raise ConnectionError(f"broker {self.leader_id} is not registered")
+            self._conn = await asyncio.wait_for(asyncio.open_connection(*address), 5)
+        reader, writer = self._conn
+        self._correlation += 1
+        header = encode_request_header(
+            api_key, version, self._correlation, f"replica-{self.replicas.node_id}"
+        )
+        payload = header + encode_request(api_key, version, body)
+        writer.write(_SIZE.pack(len(payload)) + payload)
+        (size,) = _SIZE.unpack(await reader.readexactly(4))
+        frame = await reader.readexactly(size)
+        if _SIZE.unpack_from(frame)[0] != self._correlation:
+            raise ProtocolError("correlation id mismatch")
+        return decode_response(api_key, version, frame[4:])
+
+    # -- the loop -----------------------------------------------------------------------------
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                if not self.partitions:
+                    await asyncio.sleep(RETRY_S)
+                    continue
+                await self._truncate()
+                await self._fetch()
+            except asyncio.CancelledError:
+                raise
+            except (OSError, EOFError, asyncio.IncompleteReadError, TimeoutError, ProtocolError) as exc:
+                log.debug("fetcher for broker %d: %s", self.leader_id, exc)
+                self._close()
+                await asyncio.sleep(RETRY_S)
+            except Exception:
+                log.exception("fetcher for broker %d failed", self.leader_id)
+                self._close()
+                await asyncio.sleep(RETRY_S)
+
+    def _ready(self) -> list[Partition]:
+        return [
+            p
+            for p in self.partitions.values()
+            if p.leader_id == self.leader_id and not p.log.closed and not p.log.offline
+        ]
+
+    async def _truncate(self) -> None:
+        pending = [p for p in self._ready() if p.needs_truncation]
+        if not pending:
+            return
+        topics: dict[str, list[dict[str, int]]] = {}
+        for p in pending:
+            topics.setdefault(p.topic, []).append(
+                {
+                    "partition": p.index,
+                    "current_leader_epoch": p.leader_epoch,
+                    "leader_epoch": p.log.latest_epoch,
+                }
+            )
+        body = {
+            "replica_id": self.replicas.node_id,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+        }
+        response = await self._request(23, EPOCH_VERSION, body)
+        by_tp = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
+        for part in pending:
+            answer = by_tp.get(part.tp)
+            if answer is None or answer.error_code:
+                continue  # retried on the next round
+            self._truncate_one(part, answer.leader_epoch, answer.end_offset)
+
+    def _truncate_one(self, part: Partition, leader_epoch: int, end_offset: int) -> None:
+        plog = part.log
+        if leader_epoch < 0 or end_offset < 0:
+            target = plog.high_watermark
+        else:
+            _, own_end = plog.leader_epochs.end_offset_for(leader_epoch, plog.log_end_offset)
+            target = min(end_offset, own_end if own_end >= 0 else plog.log_end_offset)
+        target = max(target, plog.log_start_offset)
+        if target < plog.log_end_offset:
+            log.info(
+                "%s-%d: truncating from %d to %d (leader %d epoch %d)",
+                part.topic,
+                part.index,
+                plog.log_end_offset,
+                target,
+                self.leader_id,
+                part.leader_epoch,
+            )
+            plog.truncate_to(target)
+            self.replicas.rebuild_producers(part)
+        part.needs_truncation = False
+
+    async def _fetch(self) -> None:
+        ready = [p for p in self._ready() if not p.needs_truncation]
+        if not ready:
+            await asyncio.sleep(RETRY_S)
+            return
+        topics: dict[str, list[dict[str, int]]] = {}
+        for p in ready:
+            topics.setdefault(p.topic, []).append(
+                {
+                    "partition": p.index,
+                    "current_leader_epoch": p.leader_epoch,
+                    "fetch_offset": p.log.log_end_offset,
+                    "log_start_offset": p.log.log_start_offset,
+                    "partition_max_bytes": PARTITION_MAX_BYTES,
+                }
+            )
+        body = {
+            "replica_id": self.replicas.node_id,
+            "max_wait_ms": MAX_WAIT_MS,
+            "min_bytes": 1,
+            "max_bytes": MAX_BYTES,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        response = await self._request(1, FETCH_VERSION, body)
+        now_ms = int(time.time() * 1000)
+        backoff = False
+        for t in response.responses:
+            for r in t.partitions:
+                part = self.partitions.get((t.topic, r.partition_index))
+                if part is None or part.leader_id != self.leader_id or part.needs_truncation:
+                    continue
+                if (
+                    r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
+                    and r.log_start_offset > part.log.log_end_offset
+                ):
+                    # the leader's retention removed what we would fetch next; not handled yet
+                    log.warning(
+                        "%s-%d: our end offset %d is below the leader's log start %d; cannot catch up",
+                        part.topic,
+                        part.index,
+                        part.log.log_end_offset,
+                        r.log_start_offset,
+                    )
+                if r.error_code:
+                    backoff = True
+                    continue
+                records = r.records
+                if records:
+                    buf = bytearray(records)
+                    headers = validate_batches(buf)
+                    self.replicas.follower_append(part, buf, headers, r.high_watermark, now_ms)
+                else:
+                    self.replicas.follower_append(part, bytearray(), [], r.high_watermark, now_ms)
+        if backoff:
+            await asyncio.sleep(RETRY_S)
+
+
+class FetcherManager:
+    """The fetchers of this broker, one per leader it follows something from."""
+
+    def __init__(self, replicas: ReplicaManager, address: Callable[[int], Address | None]) -> None:
+        self.replicas = replicas
+        self._address = address
+        self._fetchers: dict[int, ReplicaFetcher] = {}
+
+    def follow(self, followed: list[Partition]) -> None:
+        """Make the fetchers fetch exactly ``followed`` (each from its current leader)."""
+        wanted: dict[int, dict[tuple[str, int], Partition]] = {}
+        for part in followed:
+            if part.leader_id >= 0:
+                wanted.setdefault(part.leader_id, {})[part.tp] = part
+        for leader_id, parts in wanted.items():
+            fetcher = self._fetchers.get(leader_id)
+            if fetcher is None:
+                fetcher = self._fetchers[leader_id] = ReplicaFetcher(self.replicas, leader_id, self._address)
+                fetcher.start()
+            fetcher.partitions = parts
+        for leader_id in [i for i in self._fetchers if i not in wanted]:
+            self._fetchers[leader_id].partitions = {}
+
+    async def close(self) -> None:
+        fetchers, self._fetchers = list(self._fetchers.values()), {}
+        for fetcher in fetchers:
+            await fetcher.stop()
