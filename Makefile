@@ -11,7 +11,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DATA_DIR ?= ./data
 PORT ?= 9092
 
-.PHONY: run test test-all lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: run test test-all test-cluster zookeeper-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,17 @@ test: $(TEST_STAMP)
 
 test-all: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m ''
+
+# Three brokers on a real ZooKeeper (Debian's package), brokers killed with SIGKILL.
+test-cluster: $(TEST_STAMP) zookeeper-tools
+	$(BIN)/python -m pytest -q -m cluster tests/cluster
+
+# apt-get only when Debian's ZooKeeper is missing.
+zookeeper-tools:
+	@if [ ! -f /usr/share/java/zookeeper.jar ]; then \
+		echo "zookeeper-tools: installing zookeeper"; \
+		$(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends zookeeper; \
+	fi
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .

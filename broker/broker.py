@@ -2,8 +2,9 @@
 
 - ``logs``: the data directory (`storage.LogManager`);
 - ``replicas``: the partitions hosted here (`broker.replica.ReplicaManager`);
-- ``cluster``: the cluster view and topic admin (`broker.cluster`); a single
-  broker with no ZooKeeper uses `LocalCluster`;
+- ``cluster``: the cluster view (`broker.cluster`): `LocalCluster` for a single
+  broker with no ZooKeeper, `ZkCluster` for a cluster member;
+- ``admin``: topic creation, deletion and config changes (`TopicAdmin`);
 - ``groups``: the group coordinator, on `__consumer_offsets`;
 - ``group_commit``, ``producer_ids``, ``frames``, ``log_tasks``, ``metrics``.
 
@@ -14,25 +15,53 @@ event loop thread; blocking work (fsync) runs in the default executor through
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any
 
-from broker.cluster import BrokerNode, LocalCluster
+from broker.cluster import BrokerNode, LocalCluster, TopicAdmin
 from broker.config import BrokerConfig
 from broker.frame_pool import FramePool
 from broker.group_commit import GroupCommit
 from broker.groups import create_coordinator
+from broker.groups.store import OFFSETS_TOPIC, offsets_topic_configs
 from broker.log_tasks import LogTasks
-from broker.producer_state import ProducerIdAllocator
+from broker.producer_state import BlockProducerIds, ProducerIdAllocator
 from broker.replica import ReplicaManager
 from storage.config import LogConfig
 from storage.fs import FileSystem
 from storage.log_manager import LogManager
 
 if TYPE_CHECKING:
+    from broker.cluster.zk.cluster import ZkCluster
+    from broker.cluster.zk.session import ZkSession
     from broker.metrics import BrokerMetrics
 
 log = logging.getLogger("minikafka.broker")
+
+
+def _connect_zookeeper(config: BrokerConfig, broker: Broker) -> ZkSession | None:
+    """The ZooKeeper session of a cluster member (None without ``zookeeper.connect``); RuntimeError if unreachable."""
+    hosts = str(config["zookeeper.connect"])
+    if not hosts:
+        return None
+    from broker.cluster.zk.session import ZkSession
+
+    session = ZkSession(
+        hosts,
+        int(config["zookeeper.session.timeout.ms"]),
+        asyncio.get_running_loop(),
+        on_change=lambda: broker.cluster.on_change(),  # type: ignore[union-attr]
+        on_state=lambda state: broker.cluster.on_state(state),  # type: ignore[union-attr]
+    )
+    try:
+        session.start(int(config["zookeeper.connection.timeout.ms"]) / 1000)
+    except Exception as exc:
+        session.close()
+        raise RuntimeError(f"cannot reach ZooKeeper at {hosts}: {exc!r}") from None
+    return session
 
 
 def log_defaults(config: BrokerConfig) -> LogConfig:
@@ -45,16 +74,31 @@ def log_defaults(config: BrokerConfig) -> LogConfig:
 
 class Broker:
     def __init__(self, config: BrokerConfig, fs: FileSystem | None = None) -> None:
-        """``fs``: the storage engine's filesystem (tests pass a `storage.fs.FaultyFileSystem`)."""
+        """``fs``: the storage engine's filesystem (tests pass a `storage.fs.FaultyFileSystem`).
+
+        With ``zookeeper.connect`` set this connects to ZooKeeper (blocking, up to
+        ``zookeeper.connection.timeout.ms``) and must run inside the event loop.
+        """
         self.config = config
         self.node_id = config.node_id
         self.data_dir = config.data_dir
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        session = _connect_zookeeper(config, self)
+        cluster_id = None
+        if session is not None:
+            from broker.cluster.zk.admin import ensure_cluster_id
+
+            proposed = (
+                str(config["cluster.id"])
+                or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            )
+            cluster_id = ensure_cluster_id(session, proposed)
         self.logs = LogManager(
             str(self.data_dir),
             log_defaults(config),
             fs,
             node_id=self.node_id,
+            cluster_id=cluster_id,
             cleaner_dedupe_buffer_bytes=int(config["log.cleaner.dedupe.buffer.size"]),
         )
         self.replicas = ReplicaManager(self.logs, self.node_id, int(config["producer.id.expiration.ms"]))
@@ -62,15 +106,48 @@ class Broker:
         node = BrokerNode(
             self.node_id, config.advertised_host, int(config["advertised.port"]) or int(config["port"])
         )
-        self.cluster = LocalCluster(self.replicas, node)
-        self.producer_ids = ProducerIdAllocator(self.data_dir)
+        self.cluster: LocalCluster | ZkCluster
+        self.producer_ids: ProducerIdAllocator | BlockProducerIds
+        if session is None:
+            self.cluster = LocalCluster(self.replicas, node)
+            self.admin: TopicAdmin = self.cluster
+            self.producer_ids = ProducerIdAllocator(self.data_dir)
+        else:
+            from broker.cluster.zk.cluster import ZkCluster
+
+            self.cluster = ZkCluster(
+                session,
+                self.replicas,
+                node,
+                self.logs.cluster_id,
+                default_replication_factor=int(config["default.replication.factor"]),
+                offsets_partitions=int(config["offsets.topic.num.partitions"]),
+                offsets_replication_factor=int(config["offsets.topic.replication.factor"]),
+                offsets_configs=offsets_topic_configs(config),
+                replica_lag_ms=int(config["replica.lag.time.max.ms"]),
+                auto_leader_rebalance=bool(config["auto.leader.rebalance.enable"]),
+            )
+            self.admin = self.cluster.admin
+            self.producer_ids = BlockProducerIds(self.cluster.admin.allocate_producer_id_block)
         self.group_commit = GroupCommit()
         self.connections: set[Any] = set()  # the server's open `KafkaConnection`s
         self.frames = FramePool()  # buffers for large request frames, shared by the connections
         self.metrics: BrokerMetrics | None = None  # set by the server when metrics.port is configured
         self.log_tasks = LogTasks(config, self.logs, self.replicas, self.group_commit)  # run by the server
-        self.groups = create_coordinator(config, self.replicas, self.cluster, self.group_commit)
+        self.groups = create_coordinator(
+            config, self.replicas, self.admin, self.group_commit, local=session is None
+        )
         self.cluster.topic_deleted.append(self.groups.remove_offsets_of_topic)
+        if session is not None:
+            self.cluster.leadership_changed.append(self._offsets_leadership)
+
+    def _offsets_leadership(self, topic: str, partition: int, leads: bool) -> None:
+        """The group coordinator follows the leadership of its __consumer_offsets partitions."""
+        if topic == OFFSETS_TOPIC:
+            if leads:
+                self.groups.elect(partition)
+            else:
+                self.groups.resign(partition)
 
     @property
     def cluster_id(self) -> str:

@@ -147,6 +147,14 @@ KEYS: dict[str, Key] = {
         Key("offsets.retention.check.interval.ms", _int, 600000, "how often expired offsets are removed"),
         Key("offsets.topic.segment.bytes", _int, 104857600, "segment size of __consumer_offsets"),
         Key("cluster.id", _str, "", "cluster id (generated and kept in meta.properties if empty)"),
+        Key("zookeeper.connect", _str, "", "ZooKeeper host:port[,...][/chroot]: run as a cluster member"),
+        Key("zookeeper.session.timeout.ms", _int, 18000, "ZooKeeper session timeout"),
+        Key("zookeeper.connection.timeout.ms", _int, 18000, "how long to wait for ZooKeeper at start"),
+        Key("replica.lag.time.max.ms", _int, 30000, "a follower this far behind leaves the ISR"),
+        Key("min.insync.replicas", _int, 1, "in-sync replicas an acks=all write needs"),
+        Key("offsets.topic.replication.factor", _int, 3, "replicas of __consumer_offsets (cluster mode)"),
+        Key("auto.leader.rebalance.enable", _bool, True, "move leadership back to preferred replicas"),
+        Key("unclean.leader.election.enable", _bool, False, "elect out-of-sync replicas (never done here)"),
     )
 }
 

@@ -57,6 +57,7 @@ class BrokerServer:
         )
         self.port = self._server.sockets[0].getsockname()[1]
         broker.advertise(int(self.config["advertised.port"]) or self.port)  # what Metadata tells clients
+        await broker.cluster.start()
         broker.log_tasks.start()
         log.info(
             "minikafka broker %d listening on %s:%d (advertised %s), data in %s",
@@ -85,6 +86,7 @@ class BrokerServer:
                     await asyncio.sleep(0.01)
             conn.close()
         await asyncio.sleep(0)
+        await broker.cluster.stop()
         await broker.log_tasks.stop()
         if broker.metrics is not None:
             broker.metrics.close()

@@ -55,7 +55,6 @@ from storage.topic_registry import TopicInfo
 log = logging.getLogger(__name__)
 
 META_VERSION = 1
-MAX_PARTITIONS = 100_000
 
 
 class LogManager:
@@ -201,23 +200,7 @@ class LogManager:
         ``validate_only`` nothing is created.
         """
         self._check_open()
-        error = naming.topic_name_error(name)
-        if error is not None:
-            raise KafkaError(error, code=ErrorCode.INVALID_TOPIC_EXCEPTION)
-        if name in self._topics:
-            raise KafkaError(f"topic {name!r} already exists", code=ErrorCode.TOPIC_ALREADY_EXISTS)
-        collision = name.replace(".", "_")
-        for other in self._topics:
-            if other.replace(".", "_") == collision:
-                raise KafkaError(
-                    f"topic {name!r} collides with existing topic {other!r}",
-                    code=ErrorCode.INVALID_TOPIC_EXCEPTION,
-                )
-        if not 1 <= partitions <= MAX_PARTITIONS:
-            raise KafkaError(
-                f"number of partitions must be in [1, {MAX_PARTITIONS}], got {partitions}",
-                code=ErrorCode.INVALID_PARTITIONS,
-            )
+        topic_registry.check_new_topic(name, partitions, self._topics)
         given = {k: v for k, v in (configs or {}).items() if v is not None}
         try:
             config = LogConfig.from_topic_configs(given, self.default_config)

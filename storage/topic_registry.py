@@ -32,9 +32,10 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from protocol.errors import ErrorCode, KafkaError
 from storage import naming
 from storage.config import LogConfig
 from storage.errors import DataDirError
@@ -43,6 +44,7 @@ from storage.fs import FileSystem
 log = logging.getLogger(__name__)
 
 TOPICS_FILE_VERSION = 1
+MAX_PARTITIONS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,33 @@ def _entry(name: str, entry: object, default_config: LogConfig) -> TopicInfo:
         return TopicInfo(name, partitions, configs, config, None if hosted is None else tuple(sorted(hosted)))
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ValueError(f"topic {name!r}: {exc}") from None
+
+
+def check_new_topic(name: str, partitions: int, existing: Iterable[str]) -> None:
+    """Kafka's checks for a new topic name and partition count against the ``existing`` topics.
+
+    Raises `KafkaError`: INVALID_TOPIC_EXCEPTION (illegal name, or equal to an
+    existing one once '.' and '_' are equated, as Kafka forbids),
+    TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS (outside [1, MAX_PARTITIONS]).
+    """
+    error = naming.topic_name_error(name)
+    if error is not None:
+        raise KafkaError(error, code=ErrorCode.INVALID_TOPIC_EXCEPTION)
+    names = set(existing)
+    if name in names:
+        raise KafkaError(f"topic {name!r} already exists", code=ErrorCode.TOPIC_ALREADY_EXISTS)
+    collision = name.replace(".", "_")
+    for other in names:
+        if other.replace(".", "_") == collision:
+            raise KafkaError(
+                f"topic {name!r} collides with existing topic {other!r}",
+                code=ErrorCode.INVALID_TOPIC_EXCEPTION,
+            )
+    if not 1 <= partitions <= MAX_PARTITIONS:
+        raise KafkaError(
+            f"number of partitions must be in [1, {MAX_PARTITIONS}], got {partitions}",
+            code=ErrorCode.INVALID_PARTITIONS,
+        )
 
 
 def read(fs: FileSystem, data_dir: str, default_config: LogConfig) -> dict[str, TopicInfo]:

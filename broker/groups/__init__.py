@@ -38,17 +38,31 @@ def coordinator_config(config: BrokerConfig) -> CoordinatorConfig:
 
 
 def create_coordinator(
-    config: BrokerConfig, replicas: ReplicaManager, topics: TopicAdmin, group_commit: GroupCommit
+    config: BrokerConfig,
+    replicas: ReplicaManager,
+    topics: TopicAdmin,
+    group_commit: GroupCommit,
+    *,
+    local: bool,
 ) -> GroupCoordinator:
-    """Create `__consumer_offsets` if needed, replay it, and return the running coordinator.
+    """The running group coordinator.
 
-    Runs synchronously at broker start, before the server accepts connections.
+    ``local`` (one broker): create `__consumer_offsets` if needed and replay all
+    of it now, at broker start, before the server accepts connections. In a
+    cluster the coordinator starts with no partition and loads each one when
+    this broker becomes its leader (`GroupCoordinator.elect`).
     """
-    partitions = ensure_offsets_topic(config, replicas, topics)
+    if local:
+        partitions = ensure_offsets_topic(config, replicas, topics)
+    else:
+        partitions = int(config["offsets.topic.num.partitions"])
     coordinator = GroupCoordinator(
         coordinator_config(config), BrokerOffsetsLog(replicas, group_commit, partitions), LoopClock()
     )
-    coordinator.load()
+    if local:
+        coordinator.load()
+    else:
+        coordinator.start_unowned()
     return coordinator
 
 

@@ -37,6 +37,15 @@ OFFSETS_TOPIC = "__consumer_offsets"
 READ_CHUNK_BYTES = 1 << 20
 
 
+def offsets_topic_configs(config: BrokerConfig) -> dict[str, str]:
+    """The topic configs `__consumer_offsets` is created with."""
+    return {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+        "compression.type": "producer",
+    }
+
+
 def ensure_offsets_topic(config: BrokerConfig, replicas: ReplicaManager, topics: TopicAdmin) -> int:
     """Create `__consumer_offsets` if it does not exist; returns its partition count.
 
@@ -44,11 +53,7 @@ def ensure_offsets_topic(config: BrokerConfig, replicas: ReplicaManager, topics:
     from the partition directories) gets them back: without
     ``cleanup.policy=compact`` retention would delete committed offsets.
     """
-    required = {
-        "cleanup.policy": "compact",
-        "segment.bytes": str(config["offsets.topic.segment.bytes"]),
-        "compression.type": "producer",
-    }
+    required = offsets_topic_configs(config)
     info = replicas.logs.topics().get(OFFSETS_TOPIC)
     if info is None:
         partitions = int(config["offsets.topic.num.partitions"])

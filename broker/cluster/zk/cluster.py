@@ -1,0 +1,439 @@
+"""`ZkCluster`: this broker as a member of a cluster coordinated through ZooKeeper.
+
+What it does, all on the event loop (ZooKeeper calls in worker threads):
+
+- Registers ``/brokers/ids/<id>`` (ephemeral) once any registration left by a
+  previous process of the same id has expired, and again after a lost session.
+- Keeps a snapshot of the metadata (`snapshot.read_snapshot`), re-read whenever
+  a watch fires and every ``REFRESH_S`` seconds, and answers the
+  `ClusterView` from it.
+- Applies partition states to the local replicas: a state naming this broker
+  as leader makes it lead that epoch, but only if the state was written after
+  this broker's current registration (its zxid is newer), so a restarted
+  broker waits for the controller to re-elect it; any other leader makes it
+  a follower that truncates (leader epochs) and fetches. The groups of a
+  `__consumer_offsets` partition are loaded when it starts leading it and
+  dropped when it stops.
+- As partition leader: writes ISR changes to the state znode conditionally on
+  its version (they count only once written) and shrinks the ISR of followers
+  lagging ``replica.lag.time.max.ms``.
+- Campaigns for ``/controller`` when nobody holds it; as controller it bumps
+  ``/controller_epoch`` and writes the decisions of `controller.py`, each
+  write in a transaction that checks the controller epoch's version, runs
+  topic deletions and creates ``__consumer_offsets`` once enough brokers live.
+- ``admin`` (`admin.ZkAdmin`) is its `TopicAdmin`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+
+from broker.cluster.view import BrokerNode, PartitionState, TopicState
+from broker.cluster.zk import znodes
+from broker.cluster.zk.admin import ZkAdmin
+from broker.cluster.zk.controller import plan_state_writes
+from broker.cluster.zk.session import ZkSession
+from broker.cluster.zk.snapshot import Snapshot, read_snapshot
+from broker.replica import Partition, ReplicaManager
+from broker.replica.fetcher import FetcherManager
+from protocol.errors import KafkaError
+from storage.errors import KafkaStorageError
+
+log = logging.getLogger("minikafka.cluster")
+
+REFRESH_S = 2.0
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ZkCluster:
+    def __init__(
+        self,
+        session: ZkSession,
+        replicas: ReplicaManager,
+        node: BrokerNode,
+        cluster_id: str,
+        *,
+        default_replication_factor: int,
+        offsets_partitions: int,
+        offsets_replication_factor: int,
+        offsets_configs: dict[str, str],
+        replica_lag_ms: int,
+        auto_leader_rebalance: bool,
+    ) -> None:
+        self.session = session
+        self.replicas = replicas
+        self.logs = replicas.logs
+        self.node = node
+        self._cluster_id = cluster_id
+        self._offsets = (offsets_partitions, offsets_replication_factor, offsets_configs)
+        self._lag_ms = replica_lag_ms
+        self._preferred = auto_leader_rebalance
+        self.topic_deleted: list[Callable[[str], None]] = []
+        self.leadership_changed: list[Callable[[str, int, bool], None]] = []  # (topic, partition, now leads)
+        self._snap = Snapshot()
+        self._view: dict[str, TopicState] | None = None
+        self._dirty = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+        self._registered_session = -1
+        self._controller_epoch = -1
+        self._controller_epoch_version = -1
+        self.admin = ZkAdmin(
+            session,
+            lambda: self._snap,
+            self.logs.default_config,
+            node.node_id,
+            default_replication_factor,
+            self._dirty.set,
+        )
+        self.fetchers = FetcherManager(replicas, self._address)
+        replicas.isr_requests = self._request_isr
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Register this broker, read the metadata once, and keep following it."""
+        await self._register()
+        await self._refresh_once()
+        self._tasks = [
+            asyncio.ensure_future(self._refresh_loop()),
+            asyncio.ensure_future(self._isr_loop()),
+        ]
+
+    async def stop(self) -> None:
+        self._stopping = True
+        self._dirty.set()
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await self.fetchers.close()
+        await asyncio.to_thread(self.session.close)
+
+    def on_change(self) -> None:
+        self._dirty.set()
+
+    def on_state(self, state: str) -> None:
+        log.info("ZooKeeper session %s", state)
+        if state == "lost":
+            self._registered_session = -1
+            self._controller_epoch = -1
+        self._dirty.set()
+
+    # -- registration and election ----------------------------------------------------------------
+    async def _register(self) -> None:
+        """Create our ephemeral registration, waiting out one left by an earlier process of this id."""
+        path = znodes.broker_path(self.node.node_id)
+        data = znodes.encode_broker(
+            znodes.BrokerRegistration(self.node.node_id, self.node.host, self.node.port)
+        )
+        client = self.session.client
+        waited = False
+        while not self._stopping:
+            try:
+                await self.session.run(client.create, path, data, None, True, False, True)
+                self._registered_session = self.session.session_id
+                log.info("registered as broker %d in ZooKeeper", self.node.node_id)
+                return
+            except NodeExistsError:
+                stat = await self.session.run(client.exists, path)
+                if stat is not None and stat.ephemeralOwner == self.session.session_id:
+                    self._registered_session = self.session.session_id
+                    return
+                if not waited:
+                    log.warning("%s is still held by an earlier session; waiting for it to expire", path)
+                    waited = True
+                await asyncio.sleep(0.5)
+
+    async def _campaign(self) -> None:
+        client = self.session.client
+        try:
+            await self.session.run(
+                client.create, znodes.CONTROLLER, znodes.encode_controller(self.node.node_id), None, True
+            )
+        except NodeExistsError:
+            return
+        # We hold /controller: bump the controller epoch, which fences writes of any earlier controller.
+        while True:
+            try:
+                data, stat = await self.session.run(client.get, znodes.CONTROLLER_EPOCH)
+                epoch = int(data or b"0") + 1
+                stat = await self.session.run(
+                    client.set, znodes.CONTROLLER_EPOCH, str(epoch).encode(), stat.version
+                )
+                break
+            except NoNodeError:
+                try:
+                    await self.session.run(client.create, znodes.CONTROLLER_EPOCH, b"1")
+                    epoch = 1
+                    stat = (await self.session.run(client.get, znodes.CONTROLLER_EPOCH))[1]
+                    break
+                except NodeExistsError:
+                    continue
+            except BadVersionError:
+                continue
+        self._controller_epoch, self._controller_epoch_version = epoch, stat.version
+        log.info("broker %d is the controller (epoch %d)", self.node.node_id, epoch)
+
+    # -- following the metadata ---------------------------------------------------------------------
+    async def _refresh_loop(self) -> None:
+        while not self._stopping:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._dirty.wait(), REFRESH_S)
+            self._dirty.clear()
+            if self._stopping:
+                return
+            try:
+                await self._refresh_once()
+            except Exception as exc:  # ZooKeeper unreachable, a write raced: try again shortly
+                log.debug("metadata refresh failed: %r", exc)
+                await asyncio.sleep(0.2)
+                self._dirty.set()
+
+    async def _refresh_once(self) -> None:
+        if self._registered_session != self.session.session_id and self.session.connected:
+            await self._register()
+        snap = await self.session.run(read_snapshot, self.session.client, self.session.watch)
+        for problem in snap.problems:
+            log.warning("ZooKeeper metadata: %s", problem)
+        self._snap = snap
+        self._view = None
+        if (
+            snap.controller == self.node.node_id
+            and self._controller_epoch_version == snap.controller_epoch_version
+        ):
+            if await self._act_as_controller(snap):
+                return  # wrote something: the watches bring the next snapshot
+        elif snap.controller == -1:
+            await self._campaign()
+            self._dirty.set()
+        else:
+            self._controller_epoch = -1
+        self._apply(snap)
+
+    def _apply(self, snap: Snapshot) -> None:
+        """Make the local replicas match the snapshot: host, lead, follow, forget."""
+        me = self.node.node_id
+        my_czxid = snap.broker_czxid.get(me, -1)
+        followed: list[Partition] = []
+        now = _now_ms()
+        for topic, assignment in snap.assignments.items():
+            if topic in snap.deleting:
+                continue
+            for index, replicas in assignment.items():
+                if me not in replicas:
+                    continue
+                part = self._local(topic, index, len(assignment), snap.configs.get(topic, {}))
+                if part is None:
+                    continue
+                record = snap.states.get((topic, index))
+                if record is None:
+                    continue
+                state = record.state
+                if state.leader == me:
+                    if part.is_leader and part.leader_epoch == state.leader_epoch:
+                        if record.version > part.partition_epoch:
+                            self.replicas.isr_changed(part, list(state.isr), record.version)
+                    elif state.leader_epoch >= part.leader_epoch and record.mzxid > my_czxid >= 0:
+                        try:
+                            part.become_leader(
+                                state.leader_epoch, replicas, list(state.isr), now, record.version
+                            )
+                        except KafkaStorageError as exc:
+                            log.error("%s-%d: cannot lead: %s", topic, index, exc)
+                            continue
+                        log.info(
+                            "leading %s-%d from epoch %d, ISR %s",
+                            topic,
+                            index,
+                            state.leader_epoch,
+                            list(state.isr),
+                        )
+                        self._leadership(topic, index, True)
+                elif (
+                    state.leader_epoch > part.leader_epoch or part.is_leader or part.leader_id != state.leader
+                ):
+                    was_leader = part.is_leader
+                    part.become_follower(
+                        state.leader, state.leader_epoch, replicas, list(state.isr), record.version
+                    )
+                    if was_leader:
+                        self._leadership(topic, index, False)
+                    if state.leader >= 0:
+                        followed.append(part)
+                else:
+                    part.isr, part.partition_epoch = list(state.isr), record.version
+                    if state.leader >= 0:
+                        followed.append(part)
+        self.fetchers.follow(followed)
+        for topic in [t for t in self.logs.topics() if t not in snap.assignments or t in snap.deleting]:
+            self._delete_local(topic)
+
+    def _local(self, topic: str, index: int, count: int, configs: dict[str, str]) -> Partition | None:
+        """The local replica of a partition assigned to us, created (empty) if missing."""
+        part = self.replicas.get((topic, index))
+        info = self.logs.topics().get(topic)
+        try:
+            if info is None:
+                self.logs.create_topic(topic, count, configs, hosted=(index,))
+            elif index not in info.local_partitions:
+                self.logs.host_partition(topic, index)
+            elif info.configs != configs:
+                self.logs.alter_topic_configs(topic, configs)
+                self._view = None
+        except (KafkaError, ValueError) as exc:
+            log.error("cannot host %s-%d: %s", topic, index, exc)
+            return None
+        if part is None:
+            part = self.replicas.host(topic, [index])[0]
+        return part
+
+    def _delete_local(self, topic: str) -> None:
+        log.info("deleting the local replicas of %s", topic)
+        self.replicas.drop_topic(topic)
+        with contextlib.suppress(KafkaError):
+            self.logs.delete_topic(topic)
+        for callback in self.topic_deleted:
+            callback(topic)
+
+    def _leadership(self, topic: str, index: int, leads: bool) -> None:
+        for callback in self.leadership_changed:
+            callback(topic, index, leads)
+
+    def _address(self, node_id: int) -> tuple[str, int] | None:
+        broker = self._snap.brokers.get(node_id)
+        return (broker.host, broker.port) if broker is not None else None
+
+    # -- controller -------------------------------------------------------------------------------
+    async def _act_as_controller(self, snap: Snapshot) -> bool:
+        """Write what the controller decided; True if anything was written."""
+        client = self.session.client
+        wrote = False
+        for topic in snap.deleting:
+            for path in (
+                znodes.topic_path(topic),
+                znodes.topic_config_path(topic),
+                znodes.delete_topic_path(topic),
+            ):
+                with contextlib.suppress(NoNodeError):
+                    await self.session.run(client.delete, path, -1, True)
+            log.info("controller: deleted topic %s", topic)
+            wrote = True
+        n, rf, configs = self._offsets
+        if OFFSETS_TOPIC not in snap.assignments and len(snap.brokers) >= rf:
+            with contextlib.suppress(KafkaError):
+                self.admin.create(OFFSETS_TOPIC, n, configs, rf, None, sorted(snap.brokers))
+                wrote = True
+        writes = plan_state_writes(snap, self._controller_epoch, preferred=self._preferred)
+        for w in writes:
+            topic, index = w.tp
+            txn = client.transaction()
+            txn.check(znodes.CONTROLLER_EPOCH, self._controller_epoch_version)
+            data = znodes.encode_state(w.state)
+            if w.expected_version < 0:
+                await self.session.run(client.ensure_path, znodes.partition_path(topic, index))
+                txn.create(znodes.state_path(topic, index), data)
+            else:
+                txn.set_data(znodes.state_path(topic, index), data, w.expected_version)
+            results = await self.session.run(txn.commit)
+            if any(isinstance(r, Exception) for r in results):
+                log.debug("controller write for %s-%d lost a race: %s", topic, index, results)
+            else:
+                log.info(
+                    "controller: %s-%d leader %d epoch %d ISR %s",
+                    topic,
+                    index,
+                    w.state.leader,
+                    w.state.leader_epoch,
+                    list(w.state.isr),
+                )
+            wrote = True
+        return wrote
+
+    # -- ISR changes, as partition leader ---------------------------------------------------------
+    def _request_isr(self, part: Partition, isr: list[int]) -> None:
+        asyncio.ensure_future(self._write_isr(part, isr))
+
+    async def _write_isr(self, part: Partition, isr: list[int]) -> None:
+        record = self._snap.states.get(part.tp)
+        controller_epoch = record.state.controller_epoch if record is not None else 0
+        state = znodes.LeaderAndIsr(self.node.node_id, part.leader_epoch, tuple(isr), controller_epoch)
+        path = znodes.state_path(part.topic, part.index)
+        try:
+            stat = await self.session.run(
+                self.session.client.set, path, znodes.encode_state(state), part.partition_epoch
+            )
+        except (BadVersionError, NoNodeError) as exc:
+            log.info("%s-%d: ISR change to %s lost a race (%r); re-reading", part.topic, part.index, isr, exc)
+            part.isr_change_pending = False
+            self._dirty.set()
+            return
+        except Exception as exc:
+            log.warning("%s-%d: ISR change to %s not written: %r", part.topic, part.index, isr, exc)
+            part.isr_change_pending = False
+            return
+        log.info("%s-%d: ISR %s -> %s", part.topic, part.index, part.isr, isr)
+        self.replicas.isr_changed(part, isr, stat.version)
+
+    async def _isr_loop(self) -> None:
+        while not self._stopping:
+            await asyncio.sleep(max(self._lag_ms / 2000, 0.1))
+            now = _now_ms()
+            for part in self.replicas.partitions():
+                if part.is_leader and len(part.isr) > 1:
+                    lagging = self.replicas.lagging_followers(part, now, self._lag_ms)
+                    if lagging:
+                        self.replicas.request_isr(part, [r for r in part.isr if r not in lagging])
+
+    # -- ClusterView ------------------------------------------------------------------------------
+    @property
+    def cluster_id(self) -> str:
+        return self._cluster_id
+
+    @property
+    def controller_id(self) -> int:
+        return self._snap.controller
+
+    def brokers(self) -> list[BrokerNode]:
+        return [BrokerNode(b.node_id, b.host, b.port, b.rack) for _, b in sorted(self._snap.brokers.items())]
+
+    def broker(self, node_id: int) -> BrokerNode | None:
+        b = self._snap.brokers.get(node_id)
+        return BrokerNode(b.node_id, b.host, b.port, b.rack) if b is not None else None
+
+    def topics(self) -> Mapping[str, TopicState]:
+        if self._view is None:
+            self._view = {t: self._state(t) for t in self._snap.assignments if t not in self._snap.deleting}
+        return self._view
+
+    def topic(self, name: str) -> TopicState | None:
+        return self.topics().get(name)
+
+    def _state(self, topic: str) -> TopicState:
+        live = self._snap.brokers
+        states = []
+        for index, replicas in sorted(self._snap.assignments[topic].items()):
+            record = self._snap.states.get((topic, index))
+            leader, epoch, isr = (
+                (-1, -1, ())
+                if record is None
+                else (
+                    record.state.leader,
+                    record.state.leader_epoch,
+                    record.state.isr,
+                )
+            )
+            if leader not in live:
+                leader = -1
+            offline = tuple(r for r in replicas if r not in live)
+            states.append(PartitionState(index, leader, epoch, tuple(replicas), tuple(isr), offline))
+        return TopicState(topic, tuple(states), dict(self._snap.configs.get(topic, {})))

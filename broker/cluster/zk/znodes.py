@@ -1,0 +1,239 @@
+"""Kafka's ZooKeeper layout (ZK mode, Kafka 2.x/3.x): paths and the JSON each znode holds. No I/O.
+
+    /cluster/id                                   {"version":"1","id":"<cluster id>"}
+    /controller                 (ephemeral)       {"version":2,"brokerid":N,"timestamp":"<ms>"}
+    /controller_epoch                             "<epoch>" (text)
+    /brokers/ids/<id>           (ephemeral)       {"version":5,"host":H,"port":P,"endpoints":["PLAINTEXT://H:P"],
+                                                   "listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},
+                                                   "rack":null,"jmx_port":-1,"timestamp":"<ms>"}
+    /brokers/topics/<t>                           {"version":3,"partitions":{"0":[1,2,3],...},
+                                                   "adding_replicas":{},"removing_replicas":{}}
+    /brokers/topics/<t>/partitions/<p>/state      {"controller_epoch":C,"leader":L,"version":1,
+                                                   "leader_epoch":E,"isr":[...]}
+    /config/topics/<t>                            {"version":1,"config":{"retention.ms":"..."}}
+    /admin/delete_topics/<t>                      (empty: a deletion request)
+    /latest_producer_id_block                     {"version":1,"broker":N,"block_start":"S","block_end":"E"}
+
+The creation zxid of /brokers/ids/<id> is the broker epoch; the znode version
+of a partition state is its partition epoch, used for conditional writes.
+Decoders raise `ValueError` on anything malformed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+CLUSTER_ID = "/cluster/id"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+BROKER_IDS = "/brokers/ids"
+TOPICS = "/brokers/topics"
+CONFIG_TOPICS = "/config/topics"
+DELETE_TOPICS = "/admin/delete_topics"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
+PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, DELETE_TOPICS, "/cluster")
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+
+
+def broker_path(node_id: int) -> str:
+    return f"{BROKER_IDS}/{node_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{TOPICS}/{topic}/partitions"
+
+
+def partition_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/partitions/{partition}"
+
+
+def state_path(topic: str, partition: int) -> str:
+    return f"{TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS}/{topic}"
+
+
+def delete_topic_path(topic: str) -> str:
+    return f"{DELETE_TOPICS}/{topic}"
+
+
+def _now_ms() -> str:
+    return str(int(time.time() * 1000))
+
+
+def _load(data: bytes, what: str) -> dict:  # type: ignore[type-arg]
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{what}: not JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{what}: not a JSON object")
+    return doc
+
+
+def _int_list(value: object, what: str) -> list[int]:
+    if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
+        raise ValueError(f"{what}: expected a list of broker ids, got {value!r}")
+    return list(value)
+
+
+# -- brokers ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+def encode_broker(b: BrokerRegistration) -> bytes:
+    return json.dumps(
+        {
+            "version": 5,
+            "host": b.host,
+            "port": b.port,
+            "endpoints": [f"PLAINTEXT://{b.host}:{b.port}"],
+            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+            "rack": b.rack,
+            "jmx_port": -1,
+            "features": {},
+            "timestamp": _now_ms(),
+        }
+    ).encode()
+
+
+def decode_broker(node_id: int, data: bytes) -> BrokerRegistration:
+    """The PLAINTEXT endpoint of a registration (Kafka's or ours); host/port as fallback."""
+    doc = _load(data, f"broker {node_id}")
+    for endpoint in doc.get("endpoints") or []:
+        name, _, address = str(endpoint).partition("://")
+        host, _, port = address.rpartition(":")
+        if name == "PLAINTEXT" and port.isdigit():
+            return BrokerRegistration(node_id, host.strip("[]"), int(port), doc.get("rack"))
+    host, port = doc.get("host"), doc.get("port")
+    if not isinstance(host, str) or not isinstance(port, int):
+        raise ValueError(f"broker {node_id}: no PLAINTEXT endpoint")
+    return BrokerRegistration(node_id, host, port, doc.get("rack"))
+
+
+# -- topics -------------------------------------------------------------------------------------
+
+
+def encode_assignment(assignment: dict[int, list[int]]) -> bytes:
+    return json.dumps(
+        {
+            "version": 3,
+            "partitions": {str(p): replicas for p, replicas in sorted(assignment.items())},
+            "adding_replicas": {},
+            "removing_replicas": {},
+        }
+    ).encode()
+
+
+def decode_assignment(topic: str, data: bytes) -> dict[int, list[int]]:
+    doc = _load(data, f"topic {topic}")
+    partitions = doc.get("partitions")
+    if not isinstance(partitions, dict):
+        raise ValueError(f"topic {topic}: no partitions")
+    out = {}
+    for key, replicas in partitions.items():
+        if not str(key).isdigit():
+            raise ValueError(f"topic {topic}: partition {key!r}")
+        out[int(key)] = _int_list(replicas, f"topic {topic} partition {key}")
+    if sorted(out) != list(range(len(out))):
+        raise ValueError(f"topic {topic}: partitions are not 0..{len(out) - 1}")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsr:
+    """A partition state znode: who leads, since which epoch, which replicas are in sync."""
+
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    controller_epoch: int
+
+
+def encode_state(s: LeaderAndIsr) -> bytes:
+    return json.dumps(
+        {
+            "controller_epoch": s.controller_epoch,
+            "leader": s.leader,
+            "version": 1,
+            "leader_epoch": s.leader_epoch,
+            "isr": list(s.isr),
+        }
+    ).encode()
+
+
+def decode_state(what: str, data: bytes) -> LeaderAndIsr:
+    doc = _load(data, what)
+    try:
+        return LeaderAndIsr(
+            int(doc["leader"]),
+            int(doc["leader_epoch"]),
+            tuple(_int_list(doc["isr"], what)),
+            int(doc["controller_epoch"]),
+        )
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"{what}: {exc!r}") from None
+
+
+def encode_topic_config(configs: dict[str, str]) -> bytes:
+    return json.dumps({"version": 1, "config": dict(sorted(configs.items()))}).encode()
+
+
+def decode_topic_config(topic: str, data: bytes) -> dict[str, str]:
+    doc = _load(data, f"config of {topic}")
+    config = doc.get("config") or {}
+    if not isinstance(config, dict):
+        raise ValueError(f"config of {topic}: not an object")
+    return {str(k): str(v) for k, v in config.items()}
+
+
+# -- controller and cluster ---------------------------------------------------------------------
+
+
+def encode_controller(node_id: int) -> bytes:
+    return json.dumps({"version": 2, "brokerid": node_id, "timestamp": _now_ms()}).encode()
+
+
+def decode_controller(data: bytes) -> int:
+    return int(_load(data, "controller")["brokerid"])
+
+
+def encode_cluster_id(cluster_id: str) -> bytes:
+    return json.dumps({"version": "1", "id": cluster_id}).encode()
+
+
+def decode_cluster_id(data: bytes) -> str:
+    cluster_id = _load(data, "cluster id").get("id")
+    if not isinstance(cluster_id, str) or not cluster_id:
+        raise ValueError("cluster id: no id")
+    return cluster_id
+
+
+def encode_producer_id_block(node_id: int, start: int) -> bytes:
+    end = start + PRODUCER_ID_BLOCK_SIZE - 1
+    return json.dumps(
+        {"version": 1, "broker": node_id, "block_start": str(start), "block_end": str(end)}
+    ).encode()
+
+
+def decode_producer_id_block_end(data: bytes) -> int:
+    """The last id of the newest block (-1 when the znode is empty: no block handed out yet)."""
+    if not data:
+        return -1
+    return int(_load(data, "producer id block")["block_end"])

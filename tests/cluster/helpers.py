@@ -1,0 +1,131 @@
+"""Real-client helpers for the cluster tests: topics, numbered records, reading everything back."""
+
+from __future__ import annotations
+
+import glob
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from protocol.records import scan_valid_prefix
+from tests.cluster_process import QUIET
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, rf: int, **configs: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET})
+    for future in admin.create_topics([NewTopic(name, partitions, rf, config=configs)]).values():
+        future.result(15)
+    wait_for_leaders(bootstrap, name, partitions, rf)
+
+
+def partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
+    """{partition: (leader, replicas, isr)} as the cluster answers Metadata."""
+    md = AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET}).list_topics(topic, timeout=10)
+    t = md.topics[topic]
+    return {p.id: (p.leader, list(p.replicas), list(p.isrs)) for p in t.partitions.values()}
+
+
+def wait_for(check, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def wait_for_leaders(bootstrap: str, topic: str, partitions: int, isr: int) -> None:
+    def ready() -> bool:
+        try:
+            md = partition_metadata(bootstrap, topic)
+        except Exception:
+            return False
+        return len(md) == partitions and all(leader >= 0 and len(i) >= isr for leader, _, i in md.values())
+
+    wait_for(ready, 30, f"{topic}: {partitions} partitions with leaders and {isr} in-sync replicas")
+
+
+class Sender:
+    """An idempotent acks=all confluent-kafka producer remembering where each numbered record landed."""
+
+    def __init__(self, bootstrap: str, topic: str, **settings: object) -> None:
+        self.topic = topic
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "logger": QUIET,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": 60000,
+                **settings,
+            }
+        )
+        self.acked: dict[int, tuple[int, int]] = {}
+        self.errors: list[KafkaError] = []
+
+    def _report(self, err: KafkaError | None, msg: object) -> None:
+        if err is not None:
+            self.errors.append(err)
+        else:
+            self.acked[int(msg.key())] = (msg.partition(), msg.offset())  # type: ignore[attr-defined]
+
+    def send(self, numbers: range) -> None:
+        for n in numbers:
+            while True:
+                try:
+                    self.producer.produce(
+                        self.topic, key=str(n).encode(), value=b"v%d" % n, on_delivery=self._report
+                    )
+                    break
+                except BufferError:
+                    self.producer.poll(0.05)
+            self.producer.poll(0)
+
+    def flush(self, timeout: float = 90) -> None:
+        assert self.producer.flush(timeout) == 0
+
+
+def read_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[tuple[int, int]]]:
+    """{record number: [(partition, offset), ...]} of everything a fresh consumer reads up to the end."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-all-{time.time()}",
+            "enable.partition.eof": True,
+            "logger": QUIET,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen: dict[int, list[tuple[int, int]]] = {}
+    ended: set[int] = set()
+    deadline = time.monotonic() + 90
+    try:
+        while len(ended) < partitions and time.monotonic() < deadline:
+            msg = consumer.poll(1)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == KafkaError._PARTITION_EOF:
+                    ended.add(msg.partition())
+                continue
+            ended.discard(msg.partition())
+            seen.setdefault(int(msg.key()), []).append((msg.partition(), msg.offset()))
+    finally:
+        consumer.close()
+    assert len(ended) == partitions, "did not reach the end of every partition"
+    return seen
+
+
+def replica_batches(data_dir: Path, topic: str, partition: int) -> list[tuple[int, int, int, int]]:
+    """(base offset, last offset, leader epoch, CRC) of every CRC-valid batch in one replica's segment files."""
+    out = []
+    for path in sorted(glob.glob(str(data_dir / f"{topic}-{partition}" / "*.log"))):
+        headers, _ = scan_valid_prefix(Path(path).read_bytes())
+        out += [
+            (h.base_offset, h.base_offset + h.last_offset_delta, h.partition_leader_epoch, h.crc)
+            for h in headers
+        ]
+    return out

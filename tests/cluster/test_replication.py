@@ -1,0 +1,165 @@
+"""A three-broker cluster on a real ZooKeeper, driven by confluent-kafka (librdkafka).
+
+Brokers are real processes: failures are SIGKILL. Every test checks what a
+real consumer reads against what the producer had acknowledged.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from tests.cluster.helpers import (
+    Sender,
+    create_topic,
+    partition_metadata,
+    read_all,
+    replica_batches,
+    wait_for,
+    wait_for_leaders,
+)
+from tests.cluster_process import QUIET, Cluster
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
+
+
+def _check_exactly_once(acked: dict[int, tuple[int, int]], seen: dict[int, list[tuple[int, int]]]) -> None:
+    missing = [n for n in acked if n not in seen]
+    duplicated = [n for n, where in seen.items() if len(where) > 1]
+    moved = [n for n, where in acked.items() if n in seen and seen[n][0] != where]
+    assert (missing[:5], duplicated[:5], moved[:5]) == ([], [], [])
+
+
+def test_rf3_topic_replicates_to_every_broker_and_serves_groups(cluster: Cluster) -> None:
+    create_topic(cluster.bootstrap, "rf3", 4, 3, **{"min.insync.replicas": "2"})
+    md = partition_metadata(cluster.bootstrap, "rf3")
+    assert all(sorted(replicas) == [1, 2, 3] and sorted(isr) == [1, 2, 3] for _, replicas, isr in md.values())
+    assert len({leader for leader, _, _ in md.values()}) >= 2  # leaderships are spread over the brokers
+    sender = Sender(cluster.bootstrap, "rf3")
+    sender.send(range(3000))
+    sender.flush()
+    assert not sender.errors and len(sender.acked) == 3000
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "g",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.subscribe(["rf3"])
+    got = 0
+    deadline = time.monotonic() + 60
+    while got < 3000 and time.monotonic() < deadline:
+        msg = consumer.poll(1)
+        if msg is not None and not msg.error():
+            got += 1
+    consumer.commit(asynchronous=False)
+    committed = consumer.committed([TopicPartition("rf3", p) for p in range(4)], timeout=10)
+    consumer.close()
+    assert got == 3000
+    assert sum(tp.offset for tp in committed) == 3000
+
+    wait_for(
+        lambda: all(
+            replica_batches(cluster.brokers[1].data_dir, "rf3", p)
+            == replica_batches(cluster.brokers[2].data_dir, "rf3", p)
+            == replica_batches(cluster.brokers[3].data_dir, "rf3", p)
+            for p in range(4)
+        ),
+        15,
+        "identical replicas",
+    )
+
+
+def test_leader_sigkill_loses_no_acknowledged_write(cluster: Cluster) -> None:
+    create_topic(cluster.bootstrap, "t", 3, 3, **{"min.insync.replicas": "2"})
+    victim = partition_metadata(cluster.bootstrap, "t")[0][0]
+    sender = Sender(cluster.bootstrap, "t")
+    sender.send(range(0, 20000))
+    cluster.kill(victim)  # with writes in flight to the partitions it leads
+    sender.send(range(20000, 40000))
+    sender.flush()
+    assert not sender.errors and len(sender.acked) == 40000
+    new_leader = partition_metadata(cluster.bootstrap, "t")[0][0]
+    assert new_leader not in (victim, -1)
+
+    cluster.restart(victim)
+    sender.send(range(40000, 45000))
+    sender.flush()
+    _check_exactly_once(sender.acked, read_all(cluster.bootstrap, "t", 3))
+    wait_for_leaders(cluster.bootstrap, "t", 3, 3)  # the restarted broker caught up and is back in the ISR
+
+    def replicas_agree() -> bool:
+        return all(
+            replica_batches(cluster.brokers[1].data_dir, "t", p)
+            == replica_batches(cluster.brokers[2].data_dir, "t", p)
+            == replica_batches(cluster.brokers[3].data_dir, "t", p)
+            for p in range(3)
+        )
+
+    wait_for(replicas_agree, 30, "every replica holding the same batches at the same offsets")
+
+
+def test_with_one_replica_left_acks_all_is_refused_and_acks_1_works(cluster: Cluster) -> None:
+    create_topic(cluster.bootstrap, "mir", 1, 3, **{"min.insync.replicas": "2"})
+    leader = partition_metadata(cluster.bootstrap, "mir")[0][0]
+    for node in cluster.brokers:
+        if node != leader:
+            cluster.kill(node)
+    survivor = cluster.brokers[leader].bootstrap
+    wait_for(
+        lambda: partition_metadata(survivor, "mir")[0][2] == [leader], 40, "the ISR to shrink to the leader"
+    )
+
+    results: list[KafkaError | None] = []
+    strict = Producer(
+        {
+            "bootstrap.servers": survivor,
+            "acks": "all",
+            "retries": 0,
+            "message.timeout.ms": 5000,
+            "enable.idempotence": False,
+        }
+    )
+    strict.produce("mir", value=b"refused", on_delivery=lambda err, msg: results.append(err))
+    strict.flush(15)
+    assert results and results[0] is not None and results[0].code() == KafkaError.NOT_ENOUGH_REPLICAS
+
+    loose = Producer({"bootstrap.servers": survivor, "acks": 1, "enable.idempotence": False, "logger": QUIET})
+    offsets: list[int] = []
+    loose.produce(
+        "mir", value=b"accepted", on_delivery=lambda err, msg: offsets.append(-1 if err else msg.offset())
+    )
+    loose.flush(15)
+    assert offsets == [0]  # the refused record was never appended
+
+
+def test_controller_sigkill_hands_over_and_leadership_changes_continue(cluster: Cluster) -> None:
+    create_topic(cluster.bootstrap, "c", 2, 3)
+    controller = _controller(cluster)
+    cluster.kill(controller)
+    alive = [n for n in cluster.brokers if n != controller]
+    started = time.monotonic()
+    wait_for(lambda: _controller(cluster, alive) not in (-1, controller), 20, "a new controller")
+    assert time.monotonic() - started < 15  # session timeout (6 s) plus a few seconds
+    md = partition_metadata(cluster.brokers[alive[0]].bootstrap, "c")
+    assert all(leader in alive for leader, _, _ in md.values())
+    create_topic(cluster.brokers[alive[0]].bootstrap, "after", 2, 2)
+
+
+def _controller(cluster: Cluster, nodes: list[int] | None = None) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    for node in nodes or list(cluster.brokers):
+        try:
+            md = AdminClient(
+                {"bootstrap.servers": cluster.brokers[node].bootstrap, "logger": QUIET}
+            ).list_topics(timeout=5)
+            return md.controller_id
+        except Exception:
+            continue
+    return -1

@@ -1,0 +1,184 @@
+"""Real ZooKeeper and a cluster of real broker processes for tests (no tests here).
+
+`ZooKeeperProcess` runs Debian's ZooKeeper (package ``zookeeper``) as a plain
+Java process on a free 127.0.0.1 port with its own data dir; it is ready when
+the ``srvr`` four-letter command reports standalone mode. `Cluster` starts N
+brokers (`tests.broker_process.BrokerProcess`) as members, node ids 1..N,
+each with its own data dir. Everything stops when the test's context exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from tests.broker_process import BrokerProcess, free_port
+
+ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+ZOOKEEPER_CONF = Path("/etc/zookeeper/conf")  # Debian's log4j settings live here
+INSTALL_HINT = "ZooKeeper is not installed: apt-get install zookeeper (or make zookeeper-tools)"
+
+QUIET = logging.getLogger("tests.librdkafka")  # librdkafka's connection errors go here, not to stderr
+
+# Short timeouts so failover happens within a test: ZooKeeper bounds sessions to [2, 20] ticks.
+SESSION_TIMEOUT_MS = 6000
+
+
+def zookeeper_available() -> bool:
+    return ZOOKEEPER_JAR.is_file()
+
+
+def _four_letter(port: int, word: bytes, timeout: float = 1.0) -> str:
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(word)
+        chunks = []
+        while chunk := s.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode(errors="replace")
+
+
+class ZooKeeperProcess:
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = directory / "zookeeper.log"
+
+    @property
+    def connect_string(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> ZooKeeperProcess:
+        data = self.directory / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        cfg = self.directory / "zoo.cfg"
+        cfg.write_text(
+            f"tickTime=500\ndataDir={data}\nclientPort={self.port}\nclientPortAddress=127.0.0.1\n"
+            "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\nmaxSessionTimeout=20000\n"
+        )
+        classpath = f"{ZOOKEEPER_CONF}:{ZOOKEEPER_JAR}"
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(
+                ["java", "-cp", classpath, "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"ZooKeeper exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}"
+                )
+            try:
+                if "Mode: standalone" in _four_letter(self.port, b"srvr"):
+                    return self
+            except OSError:
+                pass
+            time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"ZooKeeper did not start:\n{self.log_path.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    def __enter__(self) -> ZooKeeperProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class Cluster:
+    """``size`` brokers (node ids 1..size) of one cluster on one ZooKeeper."""
+
+    def __init__(self, directory: Path, zookeeper: ZooKeeperProcess, size: int = 3, **config: str) -> None:
+        self.zookeeper = zookeeper
+        self.config = {
+            "MINIKAFKA_ZOOKEEPER_CONNECT": zookeeper.connect_string,
+            "MINIKAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
+            "MINIKAFKA_REPLICA_LAG_TIME_MAX_MS": "5000",
+            "MINIKAFKA_OFFSETS_TOPIC_NUM_PARTITIONS": "5",
+            "MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+            **{f"MINIKAFKA_{k.upper().replace('.', '_')}": v for k, v in config.items()},
+        }
+        self.brokers = {
+            node: BrokerProcess(
+                directory / f"broker-{node}" / "data", env={**self.config, "MINIKAFKA_NODE_ID": str(node)}
+            )
+            for node in range(1, size + 1)
+        }
+        for b in self.brokers.values():
+            b.data_dir.parent.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def start(self, timeout: float = 30.0) -> Cluster:
+        """Start every broker and wait until each one sees all of them registered."""
+        for b in self.brokers.values():
+            b.start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(self.registered(node) == set(self.brokers) for node in self.brokers):
+                return self
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("the brokers did not all register in ZooKeeper")
+
+    def registered(self, node: int) -> set[int]:
+        """The brokers that ``node`` lists in its Metadata answer (empty if it does not answer)."""
+        from confluent_kafka.admin import AdminClient
+
+        try:
+            md = AdminClient(
+                {"bootstrap.servers": self.brokers[node].bootstrap, "logger": QUIET}
+            ).list_topics(timeout=2)
+        except Exception:
+            return set()
+        return set(md.brokers)
+
+    def restart(self, node: int) -> None:
+        """Start a stopped or killed broker again on its port and data dir."""
+        self.brokers[node].start(timeout=40)
+
+    def kill(self, node: int) -> None:
+        self.brokers[node].kill()
+
+    def pause(self, node: int) -> None:
+        proc = self.brokers[node].proc
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGSTOP)
+
+    def resume(self, node: int) -> None:
+        proc = self.brokers[node].proc
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        for b in self.brokers.values():
+            if b.proc is not None:
+                os.kill(b.proc.pid, signal.SIGCONT)
+                b.stop()
+
+    def log(self, node: int) -> str:
+        return self.brokers[node].log()
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
