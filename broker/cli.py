@@ -80,6 +80,12 @@ def run_broker(argv: list[str], prog: str = "minikafka broker") -> int:
 
         return rebuild_registry(config)
     setup_logging(args.log_level, config["log.format"])
+    if config.ignored:
+        logging.getLogger("minikafka.config").warning(
+            "ignoring %d Kafka configuration keys minikafka does not use: %s",
+            len(config.ignored),
+            ", ".join(sorted(config.ignored)),
+        )
 
     import uvloop
 

@@ -1,22 +1,37 @@
 """Broker configuration with Kafka's key names and defaults.
 
-Sources, later ones winning: built-in defaults, a Kafka-style properties file
-(`--config`), environment variables (`MINIKAFKA_LOG_RETENTION_MS=...`: the key
-upper-cased with dots as underscores), command-line flags. An unknown key or a
-value that does not parse raises `ConfigError` naming the key.
+Sources, later ones winning: built-in defaults, a Kafka server.properties file
+(`--config`, Java properties syntax: broker/properties.py), environment
+variables (`MINIKAFKA_LOG_RETENTION_MS=...`: the key upper-cased with dots as
+underscores), command-line flags.
 
-Properties file format: `key=value` or `key: value` lines; `#` and `!` start
-comments; surrounding blanks are stripped. (Line continuations and escapes of
-Java's format are not supported.)
+Keys: minikafka's own (`KEYS`, Kafka's names where Kafka has them) are parsed
+and typed; Kafka keys that mean something minikafka does differently are mapped
+(`listeners`/`advertised.listeners` with `listener.security.protocol.map` and
+`controller.listener.names` pick the host and port served and advertised;
+`log.dir` is `log.dirs`; `broker.id` is `node.id`); every other key Kafka
+defines (broker/kafka_keys.py) is accepted and reported as ignored. Only a key
+Kafka does not know either, or a value that does not parse, raises
+`ConfigError`: one line naming the key, with the closest known key suggested.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from broker.kafka_keys import KAFKA_BROKER_KEYS, is_kafka_key
+from broker.properties import (
+    PropertiesError,
+    client_listener,
+    parse_listeners,
+    parse_properties,
+    parse_protocol_map,
+)
 
 
 class ConfigError(ValueError):
@@ -163,26 +178,37 @@ def env_name(key: str) -> str:
     return "MINIKAFKA_" + key.upper().replace(".", "_")
 
 
-def parse_properties(text: str, source: str = "properties") -> dict[str, str]:
-    """Parse `key=value` lines of a Kafka properties file into raw strings."""
-    out: dict[str, str] = {}
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if sep <= 0:
-            raise ConfigError(f"{source}:{lineno}: expected key=value, got {raw!r}")
-        out[line[:sep].strip()] = line[sep + 1 :].strip()
-    return out
+# Kafka keys minikafka reads but maps onto its own (listener selection, data directory).
+MAPPED_KEYS = frozenset(
+    {
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "controller.listener.names",
+        "inter.broker.listener.name",
+        "log.dir",
+    }
+)
+
+
+def _suggestion(key: str) -> str:
+    close = difflib.get_close_matches(key, sorted(set(KEYS) | KAFKA_BROKER_KEYS), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 class BrokerConfig:
-    """Effective broker configuration: typed values plus where each came from."""
+    """Effective broker configuration: typed values plus where each came from.
 
-    def __init__(self, values: dict[str, Any], sources: dict[str, str]) -> None:
+    ``ignored``: Kafka keys that were given but that minikafka does not use, with
+    their sources (logged once at start-up, shown by ``--print-config``).
+    """
+
+    def __init__(
+        self, values: dict[str, Any], sources: dict[str, str], ignored: dict[str, str] | None = None
+    ) -> None:
         self.values = values
         self.sources = sources
+        self.ignored = ignored or {}
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -206,20 +232,26 @@ class BrokerConfig:
         env: Mapping[str, str] | None = None,
         overrides: Mapping[str, Any] | None = None,
     ) -> BrokerConfig:
+        """Defaults, then the file, then ``MINIKAFKA_*`` environment variables, then ``overrides``.
+
+        Raises `ConfigError` (one line) for a key neither minikafka nor Kafka
+        defines, a value that does not parse, or listeners with no PLAINTEXT
+        client listener.
+        """
         values = {k.name: k.default for k in KEYS.values()}
         sources = {k.name: "default" for k in KEYS.values()}
+        mapped: dict[str, tuple[str, str]] = {}  # Kafka key -> (raw value, source)
+        ignored: dict[str, str] = {}
 
         def apply(key: str, raw: Any, source: str) -> None:
-            if key in ("listeners", "advertised.listeners"):
-                # PLAINTEXT://host:port[,...]: the first listener; one listener is served
-                host, _, port = str(raw).split(",")[0].strip().rpartition(":")
-                host = host.split("://")[-1]
-                prefix = "advertised." if key.startswith("advertised") else ""
-                apply(prefix + "host", host or ("" if prefix else "0.0.0.0"), source)
-                apply(prefix + "port", port, source)
+            if key in MAPPED_KEYS:
+                mapped[key] = (str(raw), source)
                 return
             if key not in KEYS:
-                raise ConfigError(f"unknown configuration key {key!r} (from {source})")
+                if is_kafka_key(key):
+                    ignored[key] = source
+                    return
+                raise ConfigError(f"unknown configuration key {key!r} (from {source}){_suggestion(key)}")
             try:
                 value = KEYS[key].parse(raw) if isinstance(raw, str) else raw
             except ValueError as exc:
@@ -234,20 +266,70 @@ class BrokerConfig:
                 text = Path(file).read_text(encoding="utf-8")
             except OSError as exc:
                 raise ConfigError(f"cannot read config file {file}: {exc.strerror}") from None
-            for key, raw in parse_properties(text, str(file)).items():
+            except UnicodeDecodeError as exc:
+                raise ConfigError(f"config file {file} is not UTF-8 text: {exc.reason}") from None
+            try:
+                entries = parse_properties(text, str(file))
+            except PropertiesError as exc:
+                raise ConfigError(str(exc)) from None
+            for key, raw in entries.items():
                 apply(key, raw, str(file))
-        for key in KEYS:
+            _resolve(mapped, apply)
+        mapped.clear()
+        for key in (*KEYS, *sorted(MAPPED_KEYS)):
             name = env_name(key)
             if env is not None and name in env:
                 apply(key, env[name], f"env {name}")
+        _resolve(mapped, apply)
         for key, value in (overrides or {}).items():
             if value is not None:
                 apply(key, value, "command line")
-        return cls(values, sources)
+        return cls(values, sources, ignored)
 
     def describe(self) -> str:
-        """The effective configuration, one `key=value  # source` line per key."""
+        """The effective configuration, one `key=value  # source` line per key, then the ignored keys."""
         width = max(len(k) for k in self.values)
-        return "\n".join(
-            f"{k:<{width}} = {self.values[k]!s}  # {self.sources[k]}" for k in sorted(self.values)
-        )
+        lines = [f"{k:<{width}} = {self.values[k]!s}  # {self.sources[k]}" for k in sorted(self.values)]
+        lines += [
+            f"{k:<{width}}   (a Kafka key minikafka ignores)  # {src}"
+            for k, src in sorted(self.ignored.items())
+        ]
+        return "\n".join(lines)
+
+
+def _resolve(mapped: dict[str, tuple[str, str]], apply: Callable[[str, Any, str], None]) -> None:
+    """`_apply_mapped` with listener errors as one-line `ConfigError`s naming the source."""
+    try:
+        _apply_mapped(mapped, apply)
+    except PropertiesError as exc:
+        source = next(iter(mapped.values()))[1] if mapped else "defaults"
+        raise ConfigError(f"{exc} (from {source})") from None
+
+
+def _apply_mapped(mapped: dict[str, tuple[str, str]], apply: Callable[[str, Any, str], None]) -> None:
+    """Kafka's listener and data directory keys onto minikafka's ``host``/``port``/``log.dirs``."""
+    if "log.dir" in mapped and "log.dirs" not in mapped:
+        apply("log.dirs", *mapped["log.dir"])
+    if "listeners" not in mapped:
+        if "advertised.listeners" in mapped:
+            first = parse_listeners(mapped["advertised.listeners"][0], "advertised.listeners")
+            if first:
+                apply("advertised.host", first[0].host, mapped["advertised.listeners"][1])
+                apply("advertised.port", str(first[0].port), mapped["advertised.listeners"][1])
+        return
+    raw, source = mapped["listeners"]
+    protocols = parse_protocol_map(mapped.get("listener.security.protocol.map", ("", ""))[0])
+    controllers = {
+        n.strip().upper()
+        for n in mapped.get("controller.listener.names", ("", ""))[0].split(",")
+        if n.strip()
+    }
+    chosen = client_listener(parse_listeners(raw, "listeners"), controllers, protocols)
+    apply("host", chosen.host or "0.0.0.0", source)
+    apply("port", str(chosen.port), source)
+    if "advertised.listeners" in mapped:
+        adv_raw, adv_source = mapped["advertised.listeners"]
+        for adv in parse_listeners(adv_raw, "advertised.listeners"):
+            if adv.name == chosen.name:
+                apply("advertised.host", adv.host, adv_source)
+                apply("advertised.port", str(adv.port), adv_source)

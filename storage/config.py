@@ -15,6 +15,7 @@ unknown name is a `ValueError`.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -184,6 +185,11 @@ TOPIC_CONFIGS: dict[str, _Spec] = {
     "min.insync.replicas": _Spec("min_insync_replicas", _int_at_least(1, INT32_MAX)),
     # Accepted (Kafka topic configs that clients and tools set) but not acted upon.
     "compression.type": _Spec(None, _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
+    "compression.gzip.level": _Spec(None, _int_at_least(-1, 9)),
+    "compression.lz4.level": _Spec(None, _int_at_least(1, 17)),
+    "compression.zstd.level": _Spec(None, _int_at_least(-131072, 22)),
+    "remote.log.copy.disable": _Spec(None, _boolean),
+    "remote.log.delete.on.disable": _Spec(None, _boolean),
     "follower.replication.throttled.replicas": _Spec(None, _any_string),
     "leader.replication.throttled.replicas": _Spec(None, _any_string),
     "local.retention.bytes": _Spec(None, _int_at_least(-2)),
@@ -230,7 +236,10 @@ def _apply(base: LogConfig, configs: Mapping[str, str | None], specs: Mapping[st
     for key, value in configs.items():
         spec = specs.get(key)
         if spec is None:
-            raise ValueError(f"unknown topic config {key!r}")
+            close = difflib.get_close_matches(key, sorted(specs), n=1, cutoff=0.75)
+            raise ValueError(
+                f"unknown topic config {key!r}" + (f"; did you mean {close[0]}?" if close else "")
+            )
         if value is None:
             continue
         if not isinstance(value, str):

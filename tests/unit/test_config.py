@@ -33,7 +33,10 @@ def test_listeners_key(tmp_path: Path) -> None:
         ("no.such.key=1\n", "unknown configuration key 'no.such.key'"),
         ("num.partitions=abc\n", "invalid value 'abc' for 'num.partitions'"),
         ("auto.create.topics.enable=maybe\n", "auto.create.topics.enable"),
-        ("just a line\n", "expected key=value"),
+        ("just a line\n", "unknown configuration key 'just'"),
+        ("log.retention.msec=5\n", "did you mean log.retention.ms?"),
+        ("listeners=nonsense\n", "expected NAME://host:port"),
+        ("listeners=SSL://:9093\n", "serves a PLAINTEXT client listener"),
     ],
 )
 def test_bad_config_names_the_key(tmp_path: Path, text: str, message: str) -> None:
@@ -50,6 +53,65 @@ def test_missing_file() -> None:
 
 def test_parse_properties_separators() -> None:
     assert parse_properties("a=1\nb: 2\n! c\nd = x=y\n") == {"a": "1", "b": "2", "d": "x=y"}
+
+
+def test_parse_properties_java_syntax() -> None:
+    text = (
+        "  # indented comment\n"
+        "key value with spaces\n"
+        "long = first,\\\n"
+        "       second\n"
+        "esc\\:aped\\=key = a\\tb\\u0041\\\\\n"
+        "empty\n"
+        "odd=ends in two \\\\\n"
+        "next=1\n"
+    )
+    assert parse_properties(text) == {
+        "key": "value with spaces",
+        "long": "first,second",
+        "esc:aped=key": "a\tbA\\",
+        "empty": "",
+        "odd": "ends in two \\",
+        "next": "1",
+    }
+
+
+def test_kafka_keys_are_ignored_and_reported(tmp_path: Path) -> None:
+    f = tmp_path / "p"
+    f.write_text(
+        "num.network.threads=3\nprocess.roles=broker,controller\nlistener.name.sasl_ssl.plain.sasl.jaas.config=x\n"
+    )
+    cfg = BrokerConfig.load(f)
+    assert set(cfg.ignored) == {
+        "num.network.threads",
+        "process.roles",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config",
+    }
+    assert "process.roles" in cfg.describe() and "minikafka ignores" in cfg.describe()
+
+
+def test_listeners_skip_controller_listeners_and_map_advertised(tmp_path: Path) -> None:
+    f = tmp_path / "p"
+    f.write_text(
+        "listeners=CONTROLLER://:9093,PLAINTEXT://:9092\n"
+        "advertised.listeners=PLAINTEXT://broker.example:19092,CONTROLLER://localhost:9093\n"
+        "controller.listener.names=CONTROLLER\n"
+        "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
+        "log.dir=/var/lib/k\n"
+    )
+    cfg = BrokerConfig.load(f)
+    assert (cfg["host"], cfg["port"]) == ("0.0.0.0", 9092)
+    assert (cfg.advertised_host, cfg["advertised.port"]) == ("broker.example", 19092)
+    assert str(cfg.data_dir) == "/var/lib/k"
+    cli = BrokerConfig.load(f, overrides={"host": "127.0.0.1", "port": 1234})
+    assert (cli["host"], cli["port"]) == ("127.0.0.1", 1234)  # flags win over the file
+
+
+def test_renamed_listener_resolved_through_the_protocol_map(tmp_path: Path) -> None:
+    f = tmp_path / "p"
+    f.write_text("listeners=INTERNAL://127.0.0.5:9000\nlistener.security.protocol.map=INTERNAL:PLAINTEXT\n")
+    cfg = BrokerConfig.load(f)
+    assert (cfg["host"], cfg["port"]) == ("127.0.0.5", 9000)
 
 
 def test_retention_units_follow_kafka_precedence(tmp_path: Path) -> None:
@@ -77,3 +139,15 @@ def test_advertised_listeners(tmp_path: Path) -> None:
         "kafka.example",
         9093,
     )
+
+
+def test_unknown_topic_config_suggests_the_closest_name() -> None:
+    from storage.config import LogConfig
+
+    with pytest.raises(
+        ValueError, match=r"unknown topic config 'retention\.msec'; did you mean retention\.ms\?"
+    ):
+        LogConfig.from_topic_configs({"retention.msec": "1"})
+    assert LogConfig.from_topic_configs({"compression.zstd.level": "3"}).extra == {
+        "compression.zstd.level": "3"
+    }
