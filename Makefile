@@ -10,8 +10,10 @@ BENCH_BINS := redis-server redis-benchmark iperf3 fio kcat
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DATA_DIR ?= ./data
 PORT ?= 9092
+# Docker's compose v2 plugin if installed, else Debian's docker-compose (v1).
+COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
-.PHONY: run test test-all test-cluster zookeeper-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: run test test-all test-cluster test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -73,12 +75,25 @@ fuzz: $(TEST_STAMP)
 	$(BIN)/pip install -q atheris
 	bash tests/fuzz/run.sh
 
-# Needs a Docker engine (none on the CI machines: tests/integration/test_compose.py checks the file instead).
+# docker-compose.yml brought up for real: Debian's Docker engine (started and stopped by the test), a
+# locally built base image (nothing is pulled), real clients and the Spark example; see tests/compose.
+test-compose: $(TEST_STAMP) compose-tools
+	$(BIN)/python -m pytest -q -m compose tests/compose
+
+# apt-get only when the engine, compose or mmdebstrap is missing.
+compose-tools:
+	@if ! command -v dockerd >/dev/null || ! command -v mmdebstrap >/dev/null || \
+		! { command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1; }; then \
+		echo "compose-tools: installing docker.io docker-compose mmdebstrap"; \
+		$(SUDO) apt-get update && $(SUDO) apt-get install -y docker.io docker-compose mmdebstrap; \
+	fi
+
+# Needs a running Docker engine.
 compose-up:
-	docker compose up -d --build
+	$(COMPOSE) up -d --build
 
 compose-down:
-	docker compose down
+	$(COMPOSE) down
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
