@@ -15,13 +15,14 @@ import subprocess
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import yaml
 
 from client.spark.example_job import sample_events
 from tests.broker_process import REPO, BrokerProcess
 from tests.compat.clients import consume_confluent
-from tests.integration.test_compose import load_compose
 from tests.spark.conftest import running_broker
 
 
@@ -29,6 +30,11 @@ from tests.spark.conftest import running_broker
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     with running_broker(tmp_path_factory, "spark-example") as proc:
         yield proc
+
+
+def load_compose() -> dict[str, Any]:
+    """docker-compose.yml as a dict (the file is brought up for real by tests/compose)."""
+    return yaml.safe_load((REPO / "docker-compose.yml").read_text())
 
 
 def test_compose_spark_example_service_runs_the_job(broker: BrokerProcess) -> None:
