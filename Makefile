@@ -13,7 +13,7 @@ PORT ?= 9092
 # Docker's compose v2 plugin if installed, else Debian's docker-compose (v1).
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
-.PHONY: run test test-all test-cluster test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: run cluster test test-all test-cluster test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,10 @@ $(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
 
 run: $(RUN_STAMP)
 	$(BIN)/python -m broker --data-dir $(DATA_DIR) --host 127.0.0.1 --port $(PORT)
+
+# ZooKeeper and three brokers on 127.0.0.1:9092-9094, data in $(DATA_DIR)/broker-N; Ctrl-C stops them all.
+cluster: $(RUN_STAMP) zookeeper-tools
+	$(BIN)/python -m broker.dev_cluster --data-dir $(DATA_DIR)
 
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q

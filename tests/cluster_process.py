@@ -12,16 +12,12 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
 
+from broker.dev_cluster import ZOOKEEPER_JAR, start_zookeeper, stop
 from tests.broker_process import BrokerProcess, free_port
-
-ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
-ZOOKEEPER_CONF = Path("/etc/zookeeper/conf")  # Debian's log4j settings live here
-INSTALL_HINT = "ZooKeeper is not installed: apt-get install zookeeper (or make zookeeper-tools)"
 
 QUIET = logging.getLogger("tests.librdkafka")  # librdkafka's connection errors go here, not to stderr
 
@@ -33,16 +29,9 @@ def zookeeper_available() -> bool:
     return ZOOKEEPER_JAR.is_file()
 
 
-def _four_letter(port: int, word: bytes, timeout: float = 1.0) -> str:
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        s.sendall(word)
-        chunks = []
-        while chunk := s.recv(4096):
-            chunks.append(chunk)
-    return b"".join(chunks).decode(errors="replace")
-
-
 class ZooKeeperProcess:
+    """broker.dev_cluster's ZooKeeper on a free port, for one test."""
+
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.port = free_port()
@@ -53,46 +42,15 @@ class ZooKeeperProcess:
     def connect_string(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> ZooKeeperProcess:
-        data = self.directory / "data"
-        data.mkdir(parents=True, exist_ok=True)
-        cfg = self.directory / "zoo.cfg"
-        cfg.write_text(
-            f"tickTime=500\ndataDir={data}\nclientPort={self.port}\nclientPortAddress=127.0.0.1\n"
-            "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\nmaxSessionTimeout=20000\n"
-        )
-        classpath = f"{ZOOKEEPER_CONF}:{ZOOKEEPER_JAR}"
-        with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen(
-                ["java", "-cp", classpath, "org.apache.zookeeper.server.ZooKeeperServerMain", str(cfg)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"ZooKeeper exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}"
-                )
-            try:
-                if "Mode: standalone" in _four_letter(self.port, b"srvr"):
-                    return self
-            except OSError:
-                pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"ZooKeeper did not start:\n{self.log_path.read_text()[-3000:]}")
+    def start(self) -> ZooKeeperProcess:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.proc = start_zookeeper(self.directory, self.port, self.log_path)
+        return self
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+        if self.proc is not None:
+            stop(self.proc)
+            self.proc = None
 
     def __enter__(self) -> ZooKeeperProcess:
         return self.start()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster_process import INSTALL_HINT, Cluster, ZooKeeperProcess, zookeeper_available
+from broker.dev_cluster import INSTALL_HINT
+from tests.cluster_process import Cluster, ZooKeeperProcess, zookeeper_available
 
 pytestmark = pytest.mark.cluster
 

@@ -163,3 +163,69 @@ def _controller(cluster: Cluster, nodes: list[int] | None = None) -> int:
         except Exception:
             continue
     return -1
+
+
+def test_group_coordinator_sigkill_moves_the_group_and_keeps_its_offsets(cluster: Cluster) -> None:
+    create_topic(cluster.bootstrap, "work", 6, 3, **{"min.insync.replicas": "2"})
+    sender = Sender(cluster.bootstrap, "work")
+    sender.send(range(6000))
+    sender.flush()
+    wait_for_leaders(cluster.bootstrap, "__consumer_offsets", 5, 3)
+
+    def member(name: str) -> Consumer:
+        c = Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": "workers",
+                "client.id": name,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+                "logger": QUIET,
+            }
+        )
+        c.subscribe(["work"])
+        return c
+
+    members = [member(f"m{i}") for i in range(3)]
+    seen: set[int] = set()
+
+    def consume(until: int, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while len(seen) < until and time.monotonic() < deadline:
+            for c in members:
+                msg = c.poll(0.2)
+                if msg is not None and not msg.error():
+                    seen.add(int(msg.key()))
+                    c.commit(msg, asynchronous=False)
+
+    consume(2000, 60)
+    assert len(seen) >= 2000
+    coordinator = _group_coordinator(cluster, "workers")
+    cluster.kill(coordinator)
+    started = time.monotonic()
+    consume(6000, 90)  # the group moves to the new leader of its __consumer_offsets partition
+    assert seen == set(range(6000)), f"{6000 - len(seen)} records never consumed"
+    new_coordinator = _group_coordinator(cluster, "workers", [n for n in cluster.brokers if n != coordinator])
+    assert new_coordinator not in (-1, coordinator)
+    assert time.monotonic() - started < 60
+    committed = members[0].committed([TopicPartition("work", p) for p in range(6)], timeout=15)
+    for c in members:
+        c.close()
+    assert sum(tp.offset for tp in committed) == 6000  # every commit survived the move
+
+
+def _group_coordinator(cluster: Cluster, group: str, nodes: list[int] | None = None) -> int:
+    """The node FindCoordinator names for ``group``, asked of the first broker that answers."""
+    from tests.wire import RawClient
+
+    for node in nodes or list(cluster.brokers):
+        try:
+            with RawClient(cluster.brokers[node].port) as c:
+                answer = c.request(10, 1, {"key": group, "key_type": 0})
+            if answer.error_code == 0:
+                return answer.node_id
+        except OSError:
+            continue
+    return -1
