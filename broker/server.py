@@ -74,6 +74,7 @@ class BrokerServer:
             return
         broker = self.broker
         log.info("shutting down")
+        await broker.cluster.hand_over(SHUTDOWN_DEADLINE_S)  # a cluster member's leaderships move first
         if self._server is not None:
             self._server.close()
         broker.close_waiters()

@@ -42,6 +42,9 @@ class LocalCluster:
     async def start(self) -> None:
         """Nothing to join: one broker is the whole cluster."""
 
+    async def hand_over(self, timeout_s: float) -> None:
+        """No other broker to hand leadership to."""
+
     async def stop(self) -> None:
         pass
 

@@ -229,3 +229,22 @@ def _group_coordinator(cluster: Cluster, group: str, nodes: list[int] | None = N
         except OSError:
             continue
     return -1
+
+
+def test_sigterm_hands_leaderships_over_before_exiting(cluster: Cluster) -> None:
+    create_topic(cluster.bootstrap, "calm", 3, 3, **{"min.insync.replicas": "2"})
+    leader = partition_metadata(cluster.bootstrap, "calm")[0][0]
+    sender = Sender(cluster.bootstrap, "calm")
+    sender.send(range(5000))
+    started = time.monotonic()
+    assert cluster.brokers[leader].stop() == 0  # SIGTERM: a clean shutdown
+    stopped_in = time.monotonic() - started
+    sender.send(range(5000, 10000))
+    sender.flush()
+    assert not sender.errors and len(sender.acked) == 10000
+    survivor = cluster.brokers[next(n for n in cluster.brokers if n != leader)].bootstrap
+    md = partition_metadata(survivor, "calm")
+    assert all(new not in (leader, -1) for new, _, _ in md.values())
+    assert stopped_in < 12  # no waiting for the ZooKeeper session to expire
+    assert "moved every leadership away" in cluster.log(leader)
+    _check_exactly_once(sender.acked, read_all(survivor, "calm", 3))

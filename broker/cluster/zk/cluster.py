@@ -109,6 +109,30 @@ class ZkCluster:
             asyncio.ensure_future(self._isr_loop()),
         ]
 
+    async def hand_over(self, timeout_s: float) -> None:
+        """Clean shutdown: leave the cluster first so the controller moves our leaderships away.
+
+        Deleting our registration is what a dead broker looks like to the
+        controller, without waiting for the session timeout: it elects new
+        leaders from the ISRs at once. We keep serving (as a follower, for
+        anything still in flight) until we lead nothing or ``timeout_s`` passes.
+        """
+        try:
+            await self.session.run(self.session.client.delete, znodes.broker_path(self.node.node_id))
+        except Exception as exc:  # ZooKeeper unreachable: the session timeout will do it
+            log.warning("could not leave the cluster before shutting down: %r", exc)
+            return
+        self._registered_session = -2  # never re-register from here on
+        self._dirty.set()
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while asyncio.get_running_loop().time() < deadline:
+            led = [p for p in self.replicas.partitions() if p.is_leader]
+            if not led:
+                log.info("moved every leadership away; shutting down")
+                return
+            await asyncio.sleep(0.1)
+        log.warning("still leading %d partitions after %.0f s; shutting down anyway", len(led), timeout_s)
+
     async def stop(self) -> None:
         self._stopping = True
         self._dirty.set()
@@ -124,7 +148,7 @@ class ZkCluster:
 
     def on_state(self, state: str) -> None:
         log.info("ZooKeeper session %s", state)
-        if state == "lost":
+        if state == "lost" and self._registered_session != -2:
             self._registered_session = -1
             self._controller_epoch = -1
         self._dirty.set()
@@ -200,7 +224,7 @@ class ZkCluster:
                 self._dirty.set()
 
     async def _refresh_once(self) -> None:
-        if self._registered_session != self.session.session_id and self.session.connected:
+        if self._registered_session not in (self.session.session_id, -2) and self.session.connected:
             await self._register()
         snap = await self.session.run(read_snapshot, self.session.client, self.session.watch)
         for problem in snap.problems:
