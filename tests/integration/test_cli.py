@@ -21,7 +21,8 @@ def test_unknown_config_key_stops_with_one_line(tmp_path: Path) -> None:
     res = run_cli("--config", str(cfg), "--data-dir", str(tmp_path / "d"))
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [
-        f"minikafka: configuration error: unknown configuration key 'log.retention.banana' (from {cfg})"
+        f"minikafka: configuration error: unknown configuration key 'log.retention.banana' (from {cfg});"
+        " did you mean log.retention.ms?"
     ]
 
 
