@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import logging
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -107,7 +108,7 @@ class Broker:
             self.node_id, config.advertised_host, int(config["advertised.port"]) or int(config["port"])
         )
         self.cluster: LocalCluster | ZkCluster
-        self.producer_ids: ProducerIdAllocator | BlockProducerIds
+        self.producer_ids: BlockProducerIds
         if session is None:
             self.cluster = LocalCluster(self.replicas, node)
             self.admin: TopicAdmin = self.cluster
@@ -159,8 +160,7 @@ class Broker:
 
     def advertise(self, port: int) -> None:
         """Tell clients this port (the server calls this once it has bound its listening socket)."""
-        node = self.cluster.node
-        self.cluster.node = BrokerNode(node.node_id, node.host, port, node.rack)
+        self.cluster.node = dataclasses.replace(self.cluster.node, port=port)
 
     def close_waiters(self) -> None:
         """Answer every parked fetch now, and any that parks later (shutdown); same for group requests."""

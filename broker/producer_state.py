@@ -274,35 +274,6 @@ def load_producer_state(
     return state, used
 
 
-class ProducerIdAllocator:
-    """Hands out producer ids that stay unique across restarts (see module doc)."""
-
-    FILE = "producer-id-block"
-
-    def __init__(self, data_dir: Path) -> None:
-        self.path = data_dir / self.FILE
-        try:
-            self._next = int(self.path.read_text().strip() or 0)
-        except FileNotFoundError:
-            self._next = 0
-        except ValueError:
-            raise RuntimeError(f"{self.path} is corrupt; cannot hand out unique producer ids") from None
-        self._limit = self._next
-
-    def allocate(self) -> int:
-        if self._next >= self._limit:
-            self._limit = self._next + ID_BLOCK
-            tmp = self.path.with_suffix(".tmp")
-            with open(tmp, "w") as f:
-                f.write(f"{self._limit}\n")
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        pid = self._next
-        self._next += 1
-        return pid
-
-
 class BlockProducerIds:
     """Producer ids from blocks claimed cluster-wide (``claim`` returns a block's first id; cluster mode)."""
 
@@ -319,3 +290,36 @@ class BlockProducerIds:
         pid = self._next
         self._next += 1
         return pid
+
+
+class ProducerIdAllocator(BlockProducerIds):
+    """Producer ids unique across restarts of one broker: blocks claimed in ``producer-id-block`` (module doc).
+
+    The file holds the first id after the newest claimed block, written
+    atomically before any id of the block is handed out. An unreadable file
+    raises RuntimeError at construction (the broker refuses to start).
+    """
+
+    FILE = "producer-id-block"
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / self.FILE
+        try:
+            self._claimed_up_to = int(self.path.read_text().strip() or 0)
+        except FileNotFoundError:
+            self._claimed_up_to = 0
+        except ValueError:
+            raise RuntimeError(f"{self.path} is corrupt; cannot hand out unique producer ids") from None
+        super().__init__(self._claim_from_file)
+
+    def _claim_from_file(self) -> int:
+        start = self._claimed_up_to
+        limit = start + ID_BLOCK
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(f"{limit}\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        self._claimed_up_to = limit
+        return start

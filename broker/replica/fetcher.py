@@ -133,18 +133,16 @@ class ReplicaFetcher:
         pending = [p for p in self._ready() if p.needs_truncation]
         if not pending:
             return
-        topics: dict[str, list[dict[str, int]]] = {}
-        for p in pending:
-            topics.setdefault(p.topic, []).append(
-                {
+        body = {
+            "replica_id": self.replicas.node_id,
+            "topics": _by_topic(
+                pending,
+                lambda p: {
                     "partition": p.index,
                     "current_leader_epoch": p.leader_epoch,
                     "leader_epoch": p.log.latest_epoch,
-                }
-            )
-        body = {
-            "replica_id": self.replicas.node_id,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+                },
+            ),
         }
         response = await self._request(23, EPOCH_VERSION, body)
         by_tp = {(t.topic, p.partition): p for t in response.topics for p in t.partitions}
@@ -181,17 +179,6 @@ class ReplicaFetcher:
         if not ready:
             await asyncio.sleep(RETRY_S)
             return
-        topics: dict[str, list[dict[str, int]]] = {}
-        for p in ready:
-            topics.setdefault(p.topic, []).append(
-                {
-                    "partition": p.index,
-                    "current_leader_epoch": p.leader_epoch,
-                    "fetch_offset": p.log.log_end_offset,
-                    "log_start_offset": p.log.log_start_offset,
-                    "partition_max_bytes": PARTITION_MAX_BYTES,
-                }
-            )
         body = {
             "replica_id": self.replicas.node_id,
             "max_wait_ms": MAX_WAIT_MS,
@@ -200,7 +187,16 @@ class ReplicaFetcher:
             "isolation_level": 0,
             "session_id": 0,
             "session_epoch": -1,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+            "topics": _by_topic(
+                ready,
+                lambda p: {
+                    "partition": p.index,
+                    "current_leader_epoch": p.leader_epoch,
+                    "fetch_offset": p.log.log_end_offset,
+                    "log_start_offset": p.log.log_start_offset,
+                    "partition_max_bytes": PARTITION_MAX_BYTES,
+                },
+            ),
             "forgotten_topics_data": [],
             "rack_id": "",
         }
@@ -236,6 +232,14 @@ class ReplicaFetcher:
                     self.replicas.follower_append(part, bytearray(), [], r.high_watermark, now_ms)
         if backoff:
             await asyncio.sleep(RETRY_S)
+
+
+def _by_topic(parts: list[Partition], entry: Callable[[Partition], dict[str, int]]) -> list[dict[str, Any]]:
+    """A request's ``topics`` array: ``[{"topic": t, "partitions": [entry(p), ...]}, ...]``."""
+    topics: dict[str, list[dict[str, int]]] = {}
+    for p in parts:
+        topics.setdefault(p.topic, []).append(entry(p))
+    return [{"topic": t, "partitions": ps} for t, ps in topics.items()]
 
 
 class FetcherManager:

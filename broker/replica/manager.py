@@ -137,7 +137,8 @@ class ReplicaManager:
                         "batches of several producers in one record set", ErrorCode.INVALID_RECORD
                     )
         result = plog.append(buf, headers, leader_epoch=part.leader_epoch, now_ms=now_ms)
-        self._advance_high_watermark(part)
+        if not self._advance_high_watermark(part):
+            part.wake()  # followers read up to the LEO: they want the new batch even below the HW
         if result.rolled:
             self.snapshot_producers(part, result.base_offset)
         if producers is not None:
@@ -145,7 +146,6 @@ class ReplicaManager:
             for h in headers:
                 producers.update(h, offset)
                 offset += h.last_offset_delta + 1
-        part.wake()
         return AppendOutcome(
             result.base_offset,
             result.last_offset,
@@ -154,25 +154,28 @@ class ReplicaManager:
             appended=True,
         )
 
-    def _advance_high_watermark(self, part: Partition) -> None:
-        """HW = min LEO over the ISR (a follower not heard from since this leadership began holds it back)."""
-        leo = part.log.log_end_offset
-        hw = leo
+    def _advance_high_watermark(self, part: Partition) -> bool:
+        """HW = min LEO over the ISR (a follower not heard from since this leadership began holds it back).
+
+        When it moves, acks=all waiters it passed are answered and parked fetches
+        woken; returns whether it moved.
+        """
+        hw = part.log.log_end_offset
         for replica in part.isr:
             if replica != self.node_id:
                 hw = min(hw, part.follower_leo.get(replica, part.log.high_watermark))
-        if part.log.advance_high_watermark(hw):
-            part.release_hw_waiters()
-            if hw < leo or part.isr != [self.node_id]:
-                part.wake()  # consumers parked below the old HW (appends wake them on a single replica)
+        if not part.log.advance_high_watermark(hw):
+            return False
+        part.release_hw_waiters()
+        part.wake()
+        return True
 
     # -- replication, leader side ---------------------------------------------------------------
     def follower_fetched(self, part: Partition, replica_id: int, fetch_offset: int, now_ms: int) -> None:
         """A follower fetched from ``fetch_offset``: everything below it is on that replica.
 
-        Updates its LEO and caught-up time, the HW, and asks for it to join the
-        ISR when it has caught up to the HW within this leadership
-        (`isr_changes` holds the wanted ISR for the cluster side to write).
+        Updates its LEO and caught-up time, the HW, and asks (`request_isr`) for
+        it to join the ISR when it has caught up to the HW within this leadership.
         """
         leo = part.log.log_end_offset
         part.follower_leo[replica_id] = min(fetch_offset, leo)
@@ -204,7 +207,6 @@ class ReplicaManager:
         part.partition_epoch = partition_epoch
         if part.is_leader:
             self._advance_high_watermark(part)
-            part.release_hw_waiters()
 
     async def wait_for_replication(self, part: Partition, offset: int, timeout_s: float) -> int:
         """acks=all: wait until the HW passes ``offset`` (the end of the appended batch).

@@ -6,17 +6,18 @@ import json
 
 import pytest
 
+from broker.cluster.view import BrokerNode
 from broker.cluster.zk import znodes
 from broker.cluster.zk.controller import plan_state_writes
 from broker.cluster.zk.snapshot import Snapshot, StateRecord
-from broker.cluster.zk.znodes import BrokerRegistration, LeaderAndIsr
+from broker.cluster.zk.znodes import LeaderAndIsr
 
 
 def _snap(
     live: list[int], assignment: dict[int, list[int]], states: dict[int, LeaderAndIsr], czxid: int = 1
 ) -> Snapshot:
     snap = Snapshot()
-    snap.brokers = {b: BrokerRegistration(b, "h", 9000 + b) for b in live}
+    snap.brokers = {b: BrokerNode(b, "h", 9000 + b) for b in live}
     snap.broker_czxid = {b: czxid for b in live}
     snap.assignments = {"t": assignment}
     snap.states = {("t", p): StateRecord(s, version=4, mzxid=10) for p, s in states.items()}
@@ -87,10 +88,8 @@ def test_znodes_round_trip_and_read_kafkas_json() -> None:
     kafka_broker = json.dumps(
         {"endpoints": ["CONTROLLER://h:1", "PLAINTEXT://kafka-1:9092"], "host": "x", "port": 1, "version": 5}
     ).encode()
-    assert znodes.decode_broker(1, kafka_broker) == BrokerRegistration(1, "kafka-1", 9092)
-    assert znodes.decode_broker(2, znodes.encode_broker(BrokerRegistration(2, "h", 7))) == BrokerRegistration(
-        2, "h", 7
-    )
+    assert znodes.decode_broker(1, kafka_broker) == BrokerNode(1, "kafka-1", 9092)
+    assert znodes.decode_broker(2, znodes.encode_broker(BrokerNode(2, "h", 7))) == BrokerNode(2, "h", 7)
     assert znodes.decode_producer_id_block_end(znodes.encode_producer_id_block(1, 2000)) == 2999
     assert znodes.decode_cluster_id(znodes.encode_cluster_id("abc")) == "abc"
 

@@ -157,9 +157,7 @@ class ZkCluster:
     async def _register(self) -> None:
         """Create our ephemeral registration, waiting out one left by an earlier process of this id."""
         path = znodes.broker_path(self.node.node_id)
-        data = znodes.encode_broker(
-            znodes.BrokerRegistration(self.node.node_id, self.node.host, self.node.port)
-        )
+        data = znodes.encode_broker(self.node)
         client = self.session.client
         waited = False
         while not self._stopping:
@@ -283,21 +281,18 @@ class ZkCluster:
                             list(state.isr),
                         )
                         self._leadership(topic, index, True)
-                elif (
-                    state.leader_epoch > part.leader_epoch or part.is_leader or part.leader_id != state.leader
-                ):
+                    continue
+                if state.leader_epoch > part.leader_epoch or part.is_leader or part.leader_id != state.leader:
                     was_leader = part.is_leader
                     part.become_follower(
                         state.leader, state.leader_epoch, replicas, list(state.isr), record.version
                     )
                     if was_leader:
                         self._leadership(topic, index, False)
-                    if state.leader >= 0:
-                        followed.append(part)
                 else:
                     part.isr, part.partition_epoch = list(state.isr), record.version
-                    if state.leader >= 0:
-                        followed.append(part)
+                if state.leader >= 0:
+                    followed.append(part)
         self.fetchers.follow(followed)
         for topic in [t for t in self.logs.topics() if t not in snap.assignments or t in snap.deleting]:
             self._delete_local(topic)
@@ -313,7 +308,6 @@ class ZkCluster:
                 self.logs.host_partition(topic, index)
             elif info.configs != configs:
                 self.logs.alter_topic_configs(topic, configs)
-                self._view = None
         except (KafkaError, ValueError) as exc:
             log.error("cannot host %s-%d: %s", topic, index, exc)
             return None
@@ -428,11 +422,10 @@ class ZkCluster:
         return self._snap.controller
 
     def brokers(self) -> list[BrokerNode]:
-        return [BrokerNode(b.node_id, b.host, b.port, b.rack) for _, b in sorted(self._snap.brokers.items())]
+        return [b for _, b in sorted(self._snap.brokers.items())]
 
     def broker(self, node_id: int) -> BrokerNode | None:
-        b = self._snap.brokers.get(node_id)
-        return BrokerNode(b.node_id, b.host, b.port, b.rack) if b is not None else None
+        return self._snap.brokers.get(node_id)
 
     def topics(self) -> Mapping[str, TopicState]:
         if self._view is None:

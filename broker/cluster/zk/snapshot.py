@@ -16,8 +16,9 @@ from typing import Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from broker.cluster.view import BrokerNode
 from broker.cluster.zk import znodes
-from broker.cluster.zk.znodes import BrokerRegistration, LeaderAndIsr
+from broker.cluster.zk.znodes import LeaderAndIsr
 
 TopicPartition = tuple[str, int]
 
@@ -33,7 +34,7 @@ class StateRecord:
 
 @dataclass
 class Snapshot:
-    brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    brokers: dict[int, BrokerNode] = field(default_factory=dict)
     broker_czxid: dict[int, int] = field(default_factory=dict)  # registration zxid = broker epoch
     controller: int = -1
     controller_epoch: int = 0

@@ -25,6 +25,8 @@ import json
 import time
 from dataclasses import dataclass
 
+from broker.cluster.view import BrokerNode
+
 CLUSTER_ID = "/cluster/id"
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
@@ -89,15 +91,7 @@ def _int_list(value: object, what: str) -> list[int]:
 # -- brokers ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class BrokerRegistration:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
-
-
-def encode_broker(b: BrokerRegistration) -> bytes:
+def encode_broker(b: BrokerNode) -> bytes:
     return json.dumps(
         {
             "version": 5,
@@ -113,18 +107,18 @@ def encode_broker(b: BrokerRegistration) -> bytes:
     ).encode()
 
 
-def decode_broker(node_id: int, data: bytes) -> BrokerRegistration:
+def decode_broker(node_id: int, data: bytes) -> BrokerNode:
     """The PLAINTEXT endpoint of a registration (Kafka's or ours); host/port as fallback."""
     doc = _load(data, f"broker {node_id}")
     for endpoint in doc.get("endpoints") or []:
         name, _, address = str(endpoint).partition("://")
         host, _, port = address.rpartition(":")
         if name == "PLAINTEXT" and port.isdigit():
-            return BrokerRegistration(node_id, host.strip("[]"), int(port), doc.get("rack"))
+            return BrokerNode(node_id, host.strip("[]"), int(port), doc.get("rack"))
     host, port = doc.get("host"), doc.get("port")
     if not isinstance(host, str) or not isinstance(port, int):
         raise ValueError(f"broker {node_id}: no PLAINTEXT endpoint")
-    return BrokerRegistration(node_id, host, port, doc.get("rack"))
+    return BrokerNode(node_id, host, port, doc.get("rack"))
 
 
 # -- topics -------------------------------------------------------------------------------------
