@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.records import scan_valid_prefix
-from tests.cluster_process import QUIET
+from tests.cluster_process import QUIET, Cluster
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, rf: int, **configs: str) -> None:
@@ -117,6 +117,33 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[tupl
         consumer.close()
     assert len(ended) == partitions, "did not reach the end of every partition"
     return seen
+
+
+def check_exactly_once(acked: dict[int, tuple[int, int]], seen: dict[int, list[tuple[int, int]]]) -> None:
+    """Every acknowledged record read once, where it was acknowledged; numbers in order within a partition."""
+    missing = [n for n in acked if n not in seen]
+    duplicated = [n for n, where in seen.items() if len(where) > 1]
+    moved = [n for n, where in acked.items() if n in seen and seen[n][0] != where]
+    assert (missing[:5], duplicated[:5], moved[:5]) == ([], [], [])
+    last: dict[int, tuple[int, int]] = {}
+    for n in sorted(seen):
+        partition, offset = seen[n][0]
+        before = last.get(partition)
+        assert before is None or before[1] < offset, f"record {n} at {offset} precedes record {before[0]}"
+        last[partition] = (n, offset)
+
+
+def controller_of(cluster: Cluster, nodes: list[int] | None = None) -> int:
+    """The controller id in the Metadata answer of the first of ``nodes`` that answers (-1: none does)."""
+    for node in nodes or list(cluster.brokers):
+        try:
+            md = AdminClient(
+                {"bootstrap.servers": cluster.brokers[node].bootstrap, "logger": QUIET}
+            ).list_topics(timeout=5)
+            return md.controller_id
+        except Exception:
+            continue
+    return -1
 
 
 def replica_batches(data_dir: Path, topic: str, partition: int) -> list[tuple[int, int, int, int]]:

@@ -14,6 +14,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from tests.cluster.helpers import (
     Sender,
+    check_exactly_once,
+    controller_of,
     create_topic,
     partition_metadata,
     read_all,
@@ -24,13 +26,6 @@ from tests.cluster.helpers import (
 from tests.cluster_process import QUIET, Cluster
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
-
-
-def _check_exactly_once(acked: dict[int, tuple[int, int]], seen: dict[int, list[tuple[int, int]]]) -> None:
-    missing = [n for n in acked if n not in seen]
-    duplicated = [n for n, where in seen.items() if len(where) > 1]
-    moved = [n for n, where in acked.items() if n in seen and seen[n][0] != where]
-    assert (missing[:5], duplicated[:5], moved[:5]) == ([], [], [])
 
 
 def test_rf3_topic_replicates_to_every_broker_and_serves_groups(cluster: Cluster) -> None:
@@ -76,23 +71,30 @@ def test_rf3_topic_replicates_to_every_broker_and_serves_groups(cluster: Cluster
     )
 
 
-def test_leader_sigkill_loses_no_acknowledged_write(cluster: Cluster) -> None:
+def test_200k_records_through_two_sigkills_lose_nothing_acknowledged(cluster: Cluster) -> None:
+    """A leader killed and restarted, then another broker killed, while 200k records are written."""
     create_topic(cluster.bootstrap, "t", 3, 3, **{"min.insync.replicas": "2"})
     victim = partition_metadata(cluster.bootstrap, "t")[0][0]
     sender = Sender(cluster.bootstrap, "t")
-    sender.send(range(0, 20000))
+    sender.send(range(0, 60000))
     cluster.kill(victim)  # with writes in flight to the partitions it leads
-    sender.send(range(20000, 40000))
+    sender.send(range(60000, 120000))
     sender.flush()
-    assert not sender.errors and len(sender.acked) == 40000
+    assert not sender.errors and len(sender.acked) == 120000
     new_leader = partition_metadata(cluster.bootstrap, "t")[0][0]
     assert new_leader not in (victim, -1)
 
     cluster.restart(victim)
-    sender.send(range(40000, 45000))
-    sender.flush()
-    _check_exactly_once(sender.acked, read_all(cluster.bootstrap, "t", 3))
     wait_for_leaders(cluster.bootstrap, "t", 3, 3)  # the restarted broker caught up and is back in the ISR
+    sender.send(range(120000, 160000))
+    second = next(n for n in cluster.brokers if n != victim)
+    cluster.kill(second)
+    sender.send(range(160000, 200000))
+    sender.flush()
+    assert not sender.errors and len(sender.acked) == 200000
+    cluster.restart(second)
+    wait_for_leaders(cluster.bootstrap, "t", 3, 3)
+    check_exactly_once(sender.acked, read_all(cluster.bootstrap, "t", 3))
 
     def replicas_agree() -> bool:
         return all(
@@ -141,11 +143,11 @@ def test_with_one_replica_left_acks_all_is_refused_and_acks_1_works(cluster: Clu
 
 def test_controller_sigkill_hands_over_and_leadership_changes_continue(cluster: Cluster) -> None:
     create_topic(cluster.bootstrap, "c", 2, 3)
-    controller = _controller(cluster)
+    controller = controller_of(cluster)
     cluster.kill(controller)
     alive = [n for n in cluster.brokers if n != controller]
     started = time.monotonic()
-    wait_for(lambda: _controller(cluster, alive) not in (-1, controller), 20, "a new controller")
+    wait_for(lambda: controller_of(cluster, alive) not in (-1, controller), 20, "a new controller")
     assert time.monotonic() - started < 15  # session timeout (6 s) plus a few seconds
     survivor = cluster.brokers[alive[0]].bootstrap
     wait_for(
@@ -154,20 +156,6 @@ def test_controller_sigkill_hands_over_and_leadership_changes_continue(cluster: 
         "the new controller to move the dead broker's leaderships",
     )
     create_topic(cluster.brokers[alive[0]].bootstrap, "after", 2, 2)
-
-
-def _controller(cluster: Cluster, nodes: list[int] | None = None) -> int:
-    from confluent_kafka.admin import AdminClient
-
-    for node in nodes or list(cluster.brokers):
-        try:
-            md = AdminClient(
-                {"bootstrap.servers": cluster.brokers[node].bootstrap, "logger": QUIET}
-            ).list_topics(timeout=5)
-            return md.controller_id
-        except Exception:
-            continue
-    return -1
 
 
 def test_group_coordinator_sigkill_moves_the_group_and_keeps_its_offsets(cluster: Cluster) -> None:
@@ -263,4 +251,4 @@ def test_sigterm_hands_leaderships_over_before_exiting(cluster: Cluster) -> None
     assert all(new not in (leader, -1) for new, _, _ in md.values())
     assert stopped_in < 12  # no waiting for the ZooKeeper session to expire
     assert "moved every leadership away" in cluster.log(leader)
-    _check_exactly_once(sender.acked, read_all(survivor, "calm", 3))
+    check_exactly_once(sender.acked, read_all(survivor, "calm", 3))
