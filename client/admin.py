@@ -45,6 +45,7 @@ DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
+CREATE_PARTITIONS = 37
 DELETE_RECORDS = 21
 DESCRIBE_CONFIGS = 32
 ALTER_CONFIGS = 33
@@ -210,6 +211,36 @@ class AIOAdminClient:
         for t in resp.topics:
             out[t.name] = error_for(t.error_code, t.error_message, t.name) if t.error_code else None
         return out
+
+    async def create_partitions(
+        self,
+        counts: Mapping[str, int],
+        *,
+        assignments: Mapping[str, list[list[int]]] | None = None,
+        validate_only: bool = False,
+        timeout_ms: int = 30000,
+    ) -> dict[str, KafkaError | None]:
+        """Raise topics' partition counts to ``counts``; per topic None or its error (INVALID_PARTITIONS, ...).
+
+        ``assignments``: per topic, the replicas of each new partition (default: the broker places them).
+        """
+        body = {
+            "topics": [
+                {"name": name, "count": count, "assignments": _new_assignments((assignments or {}).get(name))}
+                for name, count in counts.items()
+            ],
+            "timeout_ms": timeout_ms,
+            "validate_only": validate_only,
+        }
+
+        async def call() -> Any:
+            return await self.cluster.send(await self._controller(), CREATE_PARTITIONS, body)
+
+        resp = await self._retrying(call)
+        return {
+            r.name: error_for(r.error_code, r.error_message, r.name) if r.error_code else None
+            for r in resp.results
+        }
 
     async def delete_topics(
         self, names: Iterable[str], *, timeout_ms: int = 30000
@@ -634,3 +665,7 @@ class AdminClient:
             self._lt.run(self._core.close())
         finally:
             self._lt.stop()
+
+
+def _new_assignments(replicas: list[list[int]] | None) -> list[dict[str, list[int]]] | None:
+    return None if replicas is None else [{"broker_ids": list(r)} for r in replicas]

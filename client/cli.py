@@ -147,9 +147,10 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.add_argument("topics", nargs="+")
     p.add_argument("--if-exists", action="store_true", help="succeed for topics that do not exist")
-    p = tsub.add_parser("alter", help="change topic configs")
+    p = tsub.add_parser("alter", help="change topic configs, add partitions")
     _common(p)
     p.add_argument("topic")
+    p.add_argument("--partitions", type=int, help="raise the partition count to this (never lowers it)")
     p.add_argument(
         "--config", action="append", default=[], metavar="KEY=VALUE", help="set a config (repeatable)"
     )
@@ -346,13 +347,30 @@ def cmd_topics(args: argparse.Namespace) -> int:
         if args.action == "alter":
             _require_topic(admin, args.topic)
             sets = dict(parse_kv(args.config, "--config"))
-            if not sets and not args.delete_config:
-                raise CliError("nothing to alter: give --config KEY=VALUE and/or --delete-config KEY")
-            admin.alter_configs((TOPIC, args.topic), sets, args.delete_config)
+            if not sets and not args.delete_config and args.partitions is None:
+                raise CliError(
+                    "nothing to alter: give --partitions N, --config KEY=VALUE and/or --delete-config KEY"
+                )
+            if args.partitions is not None:
+                err = admin.create_partitions({args.topic: args.partitions}).get(args.topic)
+                if err is not None:
+                    raise err
+            if sets or args.delete_config:
+                admin.alter_configs((TOPIC, args.topic), sets, args.delete_config)
             if args.json:
-                emit_json({"altered": args.topic, "set": sets, "deleted": args.delete_config})
+                emit_json(
+                    {
+                        "altered": args.topic,
+                        "partitions": args.partitions,
+                        "set": sets,
+                        "deleted": args.delete_config,
+                    }
+                )
             else:
-                print(f"Altered configs of topic {args.topic}.")
+                if args.partitions is not None:
+                    print(f"Topic {args.topic} now has {args.partitions} partitions.")
+                if sets or args.delete_config:
+                    print(f"Altered configs of topic {args.topic}.")
             return 0
         # describe
         names = args.topics or list(admin.list_topics())

@@ -50,7 +50,7 @@ from storage.errors import DataDirError, KafkaStorageError, LogDirLockedError
 from storage.fs import FileSystem
 from storage.io_health import IoHealth
 from storage.partition_log import PartitionLog
-from storage.topic_registry import TopicInfo
+from storage.topic_registry import TopicInfo, check_partition_increase
 
 log = logging.getLogger(__name__)
 
@@ -212,6 +212,30 @@ class LogManager:
         topic_registry.write(self._fs, self.data_dir, {**self._topics, name: info})
         self._topics[name] = info
         self._create_logs(name, info.local_partitions, config)
+
+    def add_partitions(self, name: str, count: int, *, validate_only: bool = False) -> tuple[int, ...]:
+        """Raise the partition count of ``name`` to ``count``; returns the new partitions' indexes.
+
+        A topic whose every partition is local (single broker) gets empty logs
+        for the new ones; one registered with only some hosted (cluster mode)
+        just learns the count, and `host_partition` adds the replicas assigned
+        here. Raises `KafkaError` UNKNOWN_TOPIC_OR_PARTITION or INVALID_PARTITIONS
+        (Kafka's messages: a topic never shrinks).
+        """
+        self._check_open()
+        info = self._topics.get(name)
+        if info is None:
+            raise KafkaError(f"unknown topic {name!r}", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        check_partition_increase(name, info.partitions, count)
+        added = tuple(range(info.partitions, count))
+        if validate_only:
+            return added
+        updated = TopicInfo(name, count, info.configs, info.config, info.hosted)
+        topic_registry.write(self._fs, self.data_dir, {**self._topics, name: updated})
+        self._topics[name] = updated
+        if info.hosted is None:
+            self._create_logs(name, added, info.config)
+        return added
 
     def host_partition(self, name: str, partition: int) -> PartitionLog:
         """Add a local replica of ``partition`` to a topic registered with only some hosted (cluster mode)."""

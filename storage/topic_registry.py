@@ -137,6 +137,22 @@ def check_new_topic(name: str, partitions: int, existing: Iterable[str]) -> None
         )
 
 
+def check_partition_increase(name: str, current: int, count: int) -> None:
+    """Kafka's checks for CreatePartitions: INVALID_PARTITIONS unless current < count <= MAX_PARTITIONS."""
+    if count == current:
+        raise KafkaError(f"Topic {name} already has {current} partitions.", code=ErrorCode.INVALID_PARTITIONS)
+    if count < current:
+        raise KafkaError(
+            f"Topic {name} currently has {current} partitions, which is higher than the requested {count}.",
+            code=ErrorCode.INVALID_PARTITIONS,
+        )
+    if count > MAX_PARTITIONS:
+        raise KafkaError(
+            f"number of partitions must be at most {MAX_PARTITIONS}, got {count}",
+            code=ErrorCode.INVALID_PARTITIONS,
+        )
+
+
 def read(fs: FileSystem, data_dir: str, default_config: LogConfig) -> dict[str, TopicInfo]:
     """The registered topics; rebuilt from the partition directories if the file is missing.
 

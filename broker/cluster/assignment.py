@@ -14,6 +14,7 @@ import random
 from collections.abc import Sequence
 
 from protocol.errors import ErrorCode, KafkaError
+from storage.topic_registry import check_partition_increase
 
 
 def assign_replicas(
@@ -59,3 +60,55 @@ def assign_replicas(
             replicas.append(ids[(first + 1 + (shift + j) % (n - 1)) % n])
         out[p] = replicas
     return out
+
+
+def check_replicas(
+    partition: int, replicas: Sequence[int], live: set[int], factor: int | None = None
+) -> None:
+    """A requested replica list: distinct live brokers, ``factor`` of them when given.
+
+    Raises `KafkaError` INVALID_REPLICA_ASSIGNMENT.
+    """
+    if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= live:
+        raise KafkaError(
+            f"partition {partition}: replicas {list(replicas)} are not distinct live brokers (live: {sorted(live)})",
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        )
+    if factor is not None and len(replicas) != factor:
+        raise KafkaError(
+            f"Inconsistent replication factor: the topic has {factor} replicas per partition, "
+            f"partition {partition} was given {len(replicas)}",
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        )
+
+
+def added_partitions(
+    name: str,
+    existing: dict[int, list[int]],
+    count: int,
+    given: Sequence[Sequence[int]] | None,
+    live: Sequence[int],
+) -> dict[int, list[int]]:
+    """{new partition: replicas} raising ``name`` from ``existing`` to ``count`` partitions (CreatePartitions).
+
+    ``given``: the replicas asked for, one list per new partition, checked
+    like Kafka checks them; None: placed by `assign_replicas`, continuing
+    from the broker that leads partition 0 by preference. Raises `KafkaError`
+    INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT or INVALID_REPLICATION_FACTOR.
+    """
+    current = len(existing)
+    check_partition_increase(name, current, count)
+    factor = len(existing[0]) if existing.get(0) else 1
+    if given is None:
+        ids = sorted(live)
+        first = existing[0][0] if existing.get(0) else -1
+        start = next((i for i, b in enumerate(ids) if b >= first), 0)
+        return assign_replicas(count - current, factor, ids, start_index=start, first_partition=current)
+    if len(given) != count - current:
+        raise KafkaError(
+            f"Increasing the number of partitions by {count - current} but {len(given)} assignments provided.",
+            ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+        )
+    for index, replicas in enumerate(given, start=current):
+        check_replicas(index, replicas, set(live), factor)
+    return {index: list(replicas) for index, replicas in enumerate(given, start=current)}

@@ -12,8 +12,10 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
+from broker.cluster.assignment import added_partitions
 from broker.cluster.view import BrokerNode, PartitionState, TopicState
 from broker.replica import Partition, ReplicaManager
+from protocol.errors import ErrorCode, KafkaError
 from storage.errors import KafkaStorageError
 
 log = logging.getLogger("minikafka.cluster")
@@ -102,6 +104,27 @@ class LocalCluster:
         for part in self.replicas.host(name, range(partitions)):
             self._lead(part)
         log.info("created topic %s with %d partitions", name, partitions)
+
+    def add_partitions(
+        self,
+        name: str,
+        count: int,
+        assignment: list[list[int]] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        info = self.logs.topics().get(name)
+        if info is None:
+            raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        me = [self.node.node_id]
+        added_partitions(name, {p: me for p in range(info.partitions)}, count, assignment, me)
+        added = self.logs.add_partitions(name, count, validate_only=validate_only)
+        if validate_only:
+            return
+        self._topics = None
+        for part in self.replicas.host(name, added):
+            self._lead(part)
+        log.info("topic %s now has %d partitions", name, count)
 
     def delete_topic(self, name: str) -> None:
         self.logs.delete_topic(name)

@@ -86,6 +86,20 @@ class TopicAdmin(Protocol):
         """Raises `KafkaError` UNKNOWN_TOPIC_OR_PARTITION."""
         ...
 
+    def add_partitions(
+        self,
+        name: str,
+        count: int,
+        assignment: list[list[int]] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Raise ``name``'s partition count to ``count``; ``assignment``: the replicas of each new
+        partition, else Kafka's placement (`assignment.added_partitions`, checked against the topic as
+        it is now). Raises `KafkaError` UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS,
+        INVALID_REPLICA_ASSIGNMENT or INVALID_REPLICATION_FACTOR."""
+        ...
+
     def alter_topic_configs(
         self, name: str, overrides: Mapping[str, str], *, validate_only: bool = False
     ) -> None:

@@ -3,6 +3,7 @@
 from broker.handlers import (  # noqa: F401
     alter_configs,
     api_versions,
+    create_partitions,
     create_topics,
     delete_groups,
     delete_records,

@@ -3,9 +3,10 @@
 Behavior:
 - Validates each topic: legal name (Kafka's characters, <= 249, not "." or
   ".."): INVALID_TOPIC_EXCEPTION; partitions >= 1 (-1: num.partitions):
-  INVALID_PARTITIONS; replication factor 1 or -1 (anything else:
-  INVALID_REPLICATION_FACTOR until replication exists); manual assignments
-  must name only this broker, one replica each: INVALID_REPLICA_ASSIGNMENT;
+  INVALID_PARTITIONS; replication factor -1 (default.replication.factor) or
+  1..live brokers: INVALID_REPLICATION_FACTOR; manual assignments must name
+  distinct live brokers, as many for every partition:
+  INVALID_REPLICA_ASSIGNMENT;
   topic configs by their topic-level names: INVALID_CONFIG; existing topic:
   TOPIC_ALREADY_EXISTS; the same name twice in one request: INVALID_REQUEST.
 - validate_only checks everything and creates nothing.
@@ -14,11 +15,12 @@ Version notes: v2-4 share one layout.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from broker import registry
+from broker.cluster.assignment import check_replicas
 from broker.context import RequestContext
+from broker.topic_results import per_topic
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 19
@@ -40,11 +42,7 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
             raise KafkaError("assignment partitions must be 0..n-1", ErrorCode.INVALID_REPLICA_ASSIGNMENT)
         sizes = {len(r) for r in assignment.values()}
         for index, replicas in assignment.items():
-            if not replicas or len(set(replicas)) != len(replicas) or not set(replicas) <= live:
-                raise KafkaError(
-                    f"partition {index}: replicas {replicas} are not distinct live brokers (live: {sorted(live)})",
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                )
+            check_replicas(index, replicas, live)
         if len(sizes) != 1:
             raise KafkaError(
                 "every partition needs the same number of replicas", ErrorCode.INVALID_REPLICA_ASSIGNMENT
@@ -74,18 +72,7 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    counts = Counter(t.name for t in req.topics)
-    results = []
-    for t in req.topics:
-        code, message = 0, None
-        if counts[t.name] > 1:
-            code, message = ErrorCode.INVALID_REQUEST, f"topic {t.name} named more than once"
-        else:
-            try:
-                _create(ctx, t, req.validate_only)
-            except KafkaError as exc:
-                code, message = exc.code, str(exc)
-        results.append({"name": t.name, "error_code": code, "error_message": message})
+    results = per_topic(req.topics, lambda t: _create(ctx, t, req.validate_only))
     return {"throttle_time_ms": 0, "topics": results}
 
 

@@ -73,6 +73,13 @@ def test_topics_lifecycle(kafka: BrokerProcess) -> None:
     (described,) = json.loads(ok("topics", "describe", "cli-t", "--json", *b).stdout)
     assert described["configs"] == {"retention.bytes": "1048576"}
     assert [p["partition"] for p in described["partitions"]] == [0, 1, 2]
+    assert ok("topics", "alter", "cli-t", "--partitions", "5", *b).stdout == (
+        "Topic cli-t now has 5 partitions.\n"
+    )
+    fails("topics", "alter", "cli-t", "--partitions", "4", *b, message="INVALID_PARTITIONS")
+    fails("topics", "alter", "cli-t", *b, message="nothing to alter")
+    (described,) = json.loads(ok("topics", "describe", "cli-t", "--json", *b).stdout)
+    assert [p["partition"] for p in described["partitions"]] == [0, 1, 2, 3, 4]
     fails("topics", "alter", "nope", "--config", "a=b", *b, message="topic 'nope' does not exist")
     fails("topics", "describe", "nope", *b, message="topic 'nope' does not exist")
     assert ok("topics", "delete", "cli-t", *b).stdout == "Deleted topic cli-t.\n"

@@ -156,3 +156,13 @@ def replica_batches(data_dir: Path, topic: str, partition: int) -> list[tuple[in
             for h in headers
         ]
     return out
+
+
+def replicas_agree(cluster: Cluster, topic: str, partitions: int) -> bool:
+    """Every broker's replica of each partition holds the same batches (offsets, epochs, CRCs)."""
+    for p in range(partitions):
+        logs = [replica_batches(b.data_dir, topic, p) for b in cluster.brokers.values()]
+        held = [batches for batches in logs if batches]
+        if len(held) < len(logs) or any(batches != held[0] for batches in held):
+            return False
+    return True

@@ -19,7 +19,7 @@ from tests.cluster.helpers import (
     create_topic,
     partition_metadata,
     read_all,
-    replica_batches,
+    replicas_agree,
     wait_for,
     wait_for_leaders,
 )
@@ -59,16 +59,7 @@ def test_rf3_topic_replicates_to_every_broker_and_serves_groups(cluster: Cluster
     assert got == 3000
     assert sum(tp.offset for tp in committed) == 3000
 
-    wait_for(
-        lambda: all(
-            replica_batches(cluster.brokers[1].data_dir, "rf3", p)
-            == replica_batches(cluster.brokers[2].data_dir, "rf3", p)
-            == replica_batches(cluster.brokers[3].data_dir, "rf3", p)
-            for p in range(4)
-        ),
-        15,
-        "identical replicas",
-    )
+    wait_for(lambda: replicas_agree(cluster, "rf3", 4), 15, "identical replicas")
 
 
 def test_200k_records_through_two_sigkills_lose_nothing_acknowledged(cluster: Cluster) -> None:
@@ -96,15 +87,11 @@ def test_200k_records_through_two_sigkills_lose_nothing_acknowledged(cluster: Cl
     wait_for_leaders(cluster.bootstrap, "t", 3, 3)
     check_exactly_once(sender.acked, read_all(cluster.bootstrap, "t", 3))
 
-    def replicas_agree() -> bool:
-        return all(
-            replica_batches(cluster.brokers[1].data_dir, "t", p)
-            == replica_batches(cluster.brokers[2].data_dir, "t", p)
-            == replica_batches(cluster.brokers[3].data_dir, "t", p)
-            for p in range(3)
-        )
-
-    wait_for(replicas_agree, 30, "every replica holding the same batches at the same offsets")
+    wait_for(
+        lambda: replicas_agree(cluster, "t", 3),
+        30,
+        "every replica holding the same batches at the same offsets",
+    )
 
 
 def test_with_one_replica_left_acks_all_is_refused_and_acks_1_works(cluster: Cluster) -> None:
@@ -252,3 +239,24 @@ def test_sigterm_hands_leaderships_over_before_exiting(cluster: Cluster) -> None
     assert stopped_in < 12  # no waiting for the ZooKeeper session to expire
     assert "moved every leadership away" in cluster.log(leader)
     check_exactly_once(sender.acked, read_all(survivor, "calm", 3))
+
+
+def test_create_partitions_places_replicas_on_every_broker(cluster: Cluster) -> None:
+    from confluent_kafka.admin import AdminClient, NewPartitions
+
+    create_topic(cluster.bootstrap, "wide", 2, 3, **{"min.insync.replicas": "2"})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
+    admin.create_partitions([NewPartitions("wide", 5)])["wide"].result(15)
+    admin.create_partitions([NewPartitions("wide", 6, replica_assignment=[[3, 1, 2]])])["wide"].result(15)
+    wait_for_leaders(cluster.bootstrap, "wide", 6, 3)
+    md = partition_metadata(cluster.bootstrap, "wide")
+    assert all(sorted(replicas) == [1, 2, 3] for _, replicas, _ in md.values())
+    assert md[5][1] == [3, 1, 2] and md[5][0] == 3
+    assert len({replicas[0] for _, replicas, _ in md.values()}) == 3  # preferred leaders spread
+
+    sender = Sender(cluster.bootstrap, "wide")
+    sender.send(range(6000))
+    sender.flush()
+    assert {p for p, _ in sender.acked.values()} == set(range(6))
+    check_exactly_once(sender.acked, read_all(cluster.bootstrap, "wide", 6))
+    wait_for(lambda: replicas_agree(cluster, "wide", 6), 30, "the new partitions replicated everywhere")

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from broker.cluster.assignment import assign_replicas
+from broker.cluster.assignment import added_partitions, assign_replicas
 from protocol.errors import ErrorCode, KafkaError
 
 
@@ -56,3 +56,32 @@ def test_invalid(partitions: int, factor: int, code: int) -> None:
     with pytest.raises(KafkaError) as info:
         assign_replicas(partitions, factor, [1, 2, 3])
     assert info.value.code == code
+
+
+def test_added_partitions_continue_kafkas_round_robin_from_partition_0s_broker() -> None:
+    existing = {0: [2, 3, 1], 1: [3, 1, 2]}
+    added = added_partitions("t", existing, 5, None, [1, 2, 3])
+    # Kafka continues with start index = position of partition 0's first replica (broker 2 -> 1)
+    assert added == assign_replicas(3, 3, [1, 2, 3], start_index=1, first_partition=2)
+    assert sorted(added) == [2, 3, 4] and all(sorted(r) == [1, 2, 3] for r in added.values())
+
+
+@pytest.mark.parametrize(
+    ("count", "given", "code"),
+    [
+        (2, None, ErrorCode.INVALID_PARTITIONS),
+        (1, None, ErrorCode.INVALID_PARTITIONS),
+        (4, [[1, 2]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # two new partitions, one list
+        (3, [[1, 1]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+        (3, [[1, 9]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+        (3, [[1, 2, 3]], ErrorCode.INVALID_REPLICA_ASSIGNMENT),  # the topic has two replicas each
+    ],
+)
+def test_added_partitions_refusals(count: int, given: list[list[int]] | None, code: ErrorCode) -> None:
+    with pytest.raises(KafkaError) as info:
+        added_partitions("t", {0: [1, 2], 1: [2, 3]}, count, given, [1, 2, 3])
+    assert info.value.code == code
+
+
+def test_added_partitions_take_a_valid_assignment_as_given() -> None:
+    assert added_partitions("t", {0: [1, 2]}, 3, [[3, 1], [2, 3]], [1, 2, 3]) == {1: [3, 1], 2: [2, 3]}

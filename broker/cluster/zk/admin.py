@@ -8,6 +8,8 @@ the change up through their watches:
 - create: ``/config/topics/<t>`` and ``/brokers/topics/<t>`` (Kafka's
   placement, `assignment.py`, unless an assignment is given) in one
   transaction; the controller then writes the partition states.
+- add partitions: ``/brokers/topics/<t>`` rewritten with the new partitions
+  (conditional on its version); the controller writes their states.
 - delete: the mark ``/admin/delete_topics/<t>``; the controller removes the
   topic's znodes, and each broker its local replicas.
 - configs: ``/config/topics/<t>`` rewritten.
@@ -24,7 +26,7 @@ from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from broker.cluster.assignment import assign_replicas
+from broker.cluster.assignment import added_partitions, assign_replicas
 from broker.cluster.zk import znodes
 from broker.cluster.zk.session import OP_TIMEOUT_S, ZkSession
 from broker.cluster.zk.snapshot import Snapshot
@@ -100,6 +102,39 @@ class ZkAdmin:
             )
         log.info("created topic %s: %d partitions, replicas %s", name, partitions, placed)
         self._written()
+
+    def add_partitions(
+        self,
+        name: str,
+        count: int,
+        assignment: list[list[int]] | None = None,
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        """Rewrite ``/brokers/topics/<t>`` with the new partitions (conditional on its version)."""
+        client = self.session.client
+        path = znodes.topic_path(name)
+        while True:
+            snap = self._snapshot()
+            if name not in snap.assignments or name in snap.deleting:
+                raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            try:
+                data, stat = client.get_async(path).get(timeout=OP_TIMEOUT_S)
+            except NoNodeError:
+                raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
+            existing = znodes.decode_assignment(name, data)
+            placed = added_partitions(name, existing, count, assignment, sorted(snap.brokers))
+            if validate_only:
+                return
+            try:
+                client.set_async(path, znodes.encode_assignment({**existing, **placed}), stat.version).get(
+                    timeout=OP_TIMEOUT_S
+                )
+            except BadVersionError:
+                continue  # changed meanwhile: check again against what it is now
+            log.info("topic %s: partitions added, replicas %s", name, placed)
+            self._written()
+            return
 
     def delete_topic(self, name: str) -> None:
         if name not in self._snapshot().assignments:

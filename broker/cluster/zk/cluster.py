@@ -304,7 +304,10 @@ class ZkCluster:
         try:
             if info is None:
                 self.logs.create_topic(topic, count, configs, hosted=(index,))
-            elif index not in info.local_partitions:
+                info = self.logs.topics()[topic]
+            if info.partitions < count:  # CreatePartitions: the registry learns the new count first
+                self.logs.add_partitions(topic, count)
+            if index not in info.local_partitions:
                 self.logs.host_partition(topic, index)
             elif info.configs != configs:
                 self.logs.alter_topic_configs(topic, configs)

@@ -1,0 +1,44 @@
+"""CreatePartitions: v0-1.
+
+Behavior:
+- Raises a topic's partition count to ``count``; the new partitions are
+  empty and led like any other (cluster: placed by Kafka's round robin
+  continuing from partition 0's first replica, unless ``assignments`` names
+  their replicas).
+- Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; ``count`` not above the current
+  count (or above the maximum): INVALID_PARTITIONS; assignments of the wrong
+  number, or naming brokers that are not distinct live ones, or a replica
+  count other than the topic's: INVALID_REPLICA_ASSIGNMENT; more replicas
+  than live brokers: INVALID_REPLICATION_FACTOR; an internal topic (its
+  partition count is what maps groups to coordinators): INVALID_REQUEST; the
+  same topic twice in one request: INVALID_REQUEST.
+- validate_only checks everything and changes nothing.
+Version notes: v0-1 share one layout (v1 only changes quota throttling).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.cluster.view import INTERNAL_TOPICS
+from broker.context import RequestContext
+from broker.topic_results import per_topic
+from protocol.errors import ErrorCode, KafkaError
+
+API_KEY = 37
+
+
+def _add(ctx: RequestContext, t: Any, validate_only: bool) -> None:
+    if t.name in INTERNAL_TOPICS:
+        raise KafkaError(f"the partition count of {t.name} cannot change", ErrorCode.INVALID_REQUEST)
+    given = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
+    ctx.broker.admin.add_partitions(t.name, t.count, given, validate_only=validate_only)
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    results = per_topic(req.topics, lambda t: _add(ctx, t, req.validate_only))
+    return {"throttle_time_ms": 0, "results": results}
+
+
+registry.register(API_KEY, 0, 1, handle)
