@@ -13,7 +13,7 @@ PORT ?= 9092
 # Docker's compose v2 plugin if installed, else Debian's docker-compose (v1).
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
-.PHONY: run cluster test test-all test-cluster test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: run cluster test test-all test-cluster test-faults fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,19 @@ test-all: $(TEST_STAMP)
 # Three brokers on a real ZooKeeper (Debian's package), brokers killed with SIGKILL.
 test-cluster: $(TEST_STAMP) zookeeper-tools
 	$(BIN)/python -m pytest -q -m cluster tests/cluster
+
+# ZooKeeper, three brokers and the test clients in network namespaces, partitioned with iptables (root).
+test-faults: $(TEST_STAMP) zookeeper-tools fault-tools
+	$(BIN)/python -m pytest -q -m faults tests/faults
+
+# apt-get only when ip (iproute2) or iptables is missing.
+fault-tools:
+	@missing=""; command -v ip >/dev/null || missing="$$missing iproute2"; \
+	command -v iptables >/dev/null || missing="$$missing iptables"; \
+	if [ -n "$$missing" ]; then \
+		echo "fault-tools: installing$$missing"; \
+		$(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends $$missing; \
+	fi
 
 # apt-get only when Debian's ZooKeeper is missing.
 zookeeper-tools:

@@ -41,23 +41,32 @@ def zookeeper_status(port: int, timeout: float = 1.0) -> str:
     return b"".join(chunks).decode(errors="replace")
 
 
+def write_zoo_cfg(directory: Path, host: str, port: int) -> Path:
+    """``directory/zoo.cfg`` for a standalone ZooKeeper on ``host:port`` with its data in ``directory/data``.
+
+    tickTime is 500 ms so brokers may use session timeouts from 1 s to 10 s;
+    no admin server (it would take port 8080); ``srvr`` tells readiness.
+    """
+    data = directory / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    cfg = directory / "zoo.cfg"
+    cfg.write_text(
+        f"tickTime=500\ndataDir={data}\nclientPort={port}\nclientPortAddress={host}\n"
+        "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\nmaxSessionTimeout=20000\n"
+    )
+    return cfg
+
+
 def start_zookeeper(
     directory: Path, port: int, log_path: Path, timeout: float = 30.0
 ) -> subprocess.Popen[bytes]:
     """A standalone ZooKeeper on 127.0.0.1:``port``, ready (``srvr`` reports standalone) when this returns.
 
-    tickTime is 500 ms so brokers may use session timeouts from 1 s to 10 s.
     Raises RuntimeError (with the log's tail) if it does not come up.
     """
     if not ZOOKEEPER_JAR.is_file():
         raise RuntimeError(INSTALL_HINT)
-    data = directory / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    cfg = directory / "zoo.cfg"
-    cfg.write_text(
-        f"tickTime=500\ndataDir={data}\nclientPort={port}\nclientPortAddress=127.0.0.1\n"
-        "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\nmaxSessionTimeout=20000\n"
-    )
+    cfg = write_zoo_cfg(directory, "127.0.0.1", port)
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
             [

@@ -11,8 +11,8 @@ from protocol.messages import decode_response, encode_request
 
 
 class RawClient:
-    def __init__(self, port: int, timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
         self.correlation = 0
 
     def close(self) -> None:
