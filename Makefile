@@ -84,7 +84,7 @@ bench-tools:
 	fi
 
 # BENCH_ARGS: e.g. --quick, or --suites broker
-bench: $(BENCH_STAMP) bench-tools
+bench: $(BENCH_STAMP) bench-tools zookeeper-tools
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 # Coverage-guided fuzzing of the decoders (atheris), FUZZ_SECONDS per target (default 60).

@@ -11,7 +11,9 @@ Suites (`--suites`, default all), each printing its own table:
 - `client` (bench/client.py): our client against kafka-python, aiokafka and
   confluent-kafka;
 - `spark` (bench/spark.py): the Spark data source against a synthetic Arrow
-  source in the same Spark session.
+  source in the same Spark session;
+- `cluster` (bench/cluster.py): three brokers on ZooKeeper against one broker:
+  RF 3 acks=all produce, consume, and failover time after a SIGKILL.
 
 `--quick` runs the broker suite with fewer records per cell. Shared, noisy
 machines: the ratios are the result, not the absolute figures.
@@ -32,8 +34,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer records per broker-suite cell")
     ap.add_argument(
         "--suites",
-        default="broker,groups,storage,client,spark",
-        help="comma-separated: broker, groups, storage, client, spark",
+        default="broker,groups,storage,client,spark,cluster",
+        help="comma-separated: broker, groups, storage, client, spark, cluster",
     )
     args = ap.parse_args()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]

@@ -204,20 +204,6 @@ def _delete(admin: AdminClient, topic: str) -> None:
     admin.delete_topics([topic])[topic].result(30)
 
 
-def _split(path: Path, parts: int) -> list[Path]:
-    """The record file cut into `parts` files of whole lines (one per producer connection)."""
-    if parts == 1:
-        return [path]
-    lines = path.read_bytes().splitlines(keepends=True)
-    out = []
-    for i in range(parts):
-        p = path.with_suffix(f".{parts}.{i}")
-        if not p.exists():
-            p.write_bytes(b"".join(lines[i::parts]))
-        out.append(p)
-    return out
-
-
 def _broker_figures(
     broker: BrokerProcess, sz: Sizes, files: dict[int, Path], tmp: Path, t: Table, fig: dict[str, float]
 ) -> None:
@@ -233,7 +219,7 @@ def _broker_figures(
                 for acks in ("1", "all"):
                     topic = _create(admin, f"p-{size}-{parts}-{conns}-{acks}", parts)
                     _warm_for(n_of[size] * size)
-                    r = loadgen.kcat_produce(bs, topic, _split(files[size], conns), n_of[size], acks)
+                    r = loadgen.kcat_produce(bs, topic, loadgen.split(files[size], conns), n_of[size], acks)
                     key = f"produce_{size}_{parts}_{conns}_{acks}"
                     fig[key] = r
                     t.add(

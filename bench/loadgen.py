@@ -79,6 +79,20 @@ def record_file(directory: Path, n: int, size: int) -> Path:
     return path
 
 
+def split(path: Path, parts: int) -> list[Path]:
+    """The record file cut into ``parts`` files of whole lines (one per producer connection)."""
+    if parts == 1:
+        return [path]
+    lines = path.read_bytes().splitlines(keepends=True)
+    out = []
+    for i in range(parts):
+        p = path.with_suffix(f".{parts}.{i}")
+        if not p.exists():
+            p.write_bytes(b"".join(lines[i::parts]))
+        out.append(p)
+    return out
+
+
 def py_ceiling(n: int, payload: bytes) -> float:
     """produce() calls/s with nothing behind the producer: the Python generator's own limit."""
     p = Producer(
