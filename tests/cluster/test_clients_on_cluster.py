@@ -17,7 +17,7 @@ import pytest
 from tests.cluster.helpers import create_topic, partition_metadata, wait_for
 from tests.cluster_process import Cluster, ZooKeeperProcess, zookeeper_available
 from tests.compat.clients import CONSUMERS, PRODUCERS
-from tests.compat.test_clients import _check, _expected, _needs
+from tests.compat.test_clients import _check, _expected, _installed, _needs
 
 pytestmark = [
     pytest.mark.cluster,
@@ -31,12 +31,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """A cluster holding one RF 3 topic per producer, written by that producer."""
     tmp: Path = tmp_path_factory.mktemp("clients-on-cluster")
     with ZooKeeperProcess(tmp / "zookeeper") as zk, Cluster(tmp, zk) as cluster:
-        for producer in PRODUCERS:
-            if producer == "kcat":
-                try:
-                    _needs(producer)
-                except pytest.skip.Exception:
-                    continue
+        for producer in filter(_installed, PRODUCERS):
             topic = f"from-{producer}"
             create_topic(cluster.bootstrap, topic, 1, 3, **{"min.insync.replicas": "2"})
             PRODUCERS[producer](cluster.bootstrap, topic, 0, _expected(producer), None)
@@ -60,12 +55,7 @@ def test_after_a_leader_dies_every_client_reads_from_the_new_one(written: Cluste
     alive = ",".join(b.bootstrap for n, b in written.brokers.items() if n != leader)
     wait_for(lambda: partition_metadata(alive, topic)[0][0] not in (leader, -1), 30, "a new leader")
     sent = _expected("confluent-kafka")
-    for consumer in CONSUMERS:
-        if consumer == "kcat":
-            try:
-                _needs(consumer)
-            except pytest.skip.Exception:
-                continue
+    for consumer in filter(_installed, CONSUMERS):
         started = time.monotonic()
         got = CONSUMERS[consumer](alive, topic, 0, len(sent))
         _check("confluent-kafka", sent, got)

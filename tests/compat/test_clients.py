@@ -25,9 +25,13 @@ def shared_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPr
         assert proc.stop() == 0, proc.log()
 
 
+def _installed(client: str) -> bool:
+    return client != "kcat" or shutil.which("kcat") is not None
+
+
 def _needs(client: str) -> None:
-    if client == "kcat" and shutil.which("kcat") is None:
-        pytest.skip("kcat not installed")
+    if not _installed(client):
+        pytest.skip(f"{client} not installed")
 
 
 def _expected(producer: str) -> list[Message]:

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from broker.dev_cluster import ZOOKEEPER_CONF, ZOOKEEPER_JAR, write_zoo_cfg
 
@@ -71,7 +72,7 @@ class Network:
         self.names = list(names)
         self.addresses = {name: f"{SUBNET}.{i + 1}" for i, name in enumerate(self.names)}
         self.switch = f"{PREFIX}-sw"
-        self.procs: list[subprocess.Popen[bytes]] = []
+        self.procs: list[subprocess.Popen[Any]] = []
 
     def ns(self, name: str) -> str:
         return f"{PREFIX}-{name}"
@@ -195,7 +196,7 @@ class Network:
             cwd=REPO,
             start_new_session=True,
         )
-        self.procs.append(proc)  # type: ignore[arg-type]
+        self.procs.append(proc)
         return proc
 
     def start_zookeeper(self, name: str, directory: Path) -> subprocess.Popen[bytes]:

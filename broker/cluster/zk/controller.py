@@ -24,10 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.cluster.zk.snapshot import Snapshot
+from broker.cluster.zk.snapshot import Snapshot, TopicPartition
 from broker.cluster.zk.znodes import LeaderAndIsr
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True, slots=True)
