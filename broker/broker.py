@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import dataclasses
 import logging
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -103,10 +102,9 @@ class Broker:
             cleaner_dedupe_buffer_bytes=int(config["log.cleaner.dedupe.buffer.size"]),
         )
         self.replicas = ReplicaManager(self.logs, self.node_id, int(config["producer.id.expiration.ms"]))
-        # the advertised port is the bound one unless configured: the server sets it once listening
-        node = BrokerNode(
-            self.node_id, config.advertised_host, int(config["advertised.port"]) or int(config["port"])
-        )
+        # an advertised port of 0 is the bound one: the server fills it in once listening
+        self._listeners = config.served_listeners()
+        node = self._node({})
         self.cluster: LocalCluster | ZkCluster
         self.producer_ids: BlockProducerIds
         if session is None:
@@ -127,6 +125,7 @@ class Broker:
                 offsets_configs=offsets_topic_configs(config),
                 replica_lag_ms=int(config["replica.lag.time.max.ms"]),
                 auto_leader_rebalance=bool(config["auto.leader.rebalance.enable"]),
+                inter_broker_listener=config.inter_broker_listener,
             )
             self.admin = self.cluster.admin
             self.producer_ids = BlockProducerIds(self.cluster.admin.allocate_producer_id_block)
@@ -158,9 +157,18 @@ class Broker:
     def shutting_down(self) -> bool:
         return self.replicas.closing
 
-    def advertise(self, port: int) -> None:
-        """Tell clients this port (the server calls this once it has bound its listening socket)."""
-        self.cluster.node = dataclasses.replace(self.cluster.node, port=port)
+    def _node(self, bound: dict[str, int]) -> BrokerNode:
+        """This broker as Metadata shows it: each listener's advertised address (``bound``: name -> port)."""
+        endpoints = tuple(
+            (lst.name, lst.advertised_host, lst.advertised_port or bound.get(lst.name, lst.port))
+            for lst in self._listeners
+        )
+        _, host, port = endpoints[0]
+        return BrokerNode(self.node_id, host, port, None, endpoints)
+
+    def advertise(self, bound: dict[str, int]) -> None:
+        """Tell clients the bound ports (the server calls this once its listening sockets are bound)."""
+        self.cluster.node = self._node(bound)
 
     def close_waiters(self) -> None:
         """Answer every parked fetch now, and any that parks later (shutdown); same for group requests."""

@@ -8,7 +8,11 @@ underscores), command-line flags.
 Keys: minikafka's own (`KEYS`, Kafka's names where Kafka has them) are parsed
 and typed; Kafka keys that mean something minikafka does differently are mapped
 (`listeners`/`advertised.listeners` with `listener.security.protocol.map` and
-`controller.listener.names` pick the host and port served and advertised;
+`controller.listener.names` pick the listeners served and advertised: the
+first sets `host`/`port`/`advertised.*`, so command-line flags still override
+it, and each further PLAINTEXT listener gets its own socket; Metadata answers
+with the addresses of the listener a client came in on and the brokers reach
+each other on `inter.broker.listener.name`, the first listener by default);
 `log.dir` is `log.dirs`; `broker.id` is `node.id`); every other key Kafka
 defines (broker/kafka_keys.py) is accepted and reported as ignored. Only a key
 Kafka does not know either, or a value that does not parse, raises
@@ -27,7 +31,7 @@ from typing import Any
 from broker.kafka_keys import KAFKA_BROKER_KEYS, is_kafka_key
 from broker.properties import (
     PropertiesError,
-    client_listener,
+    client_listeners,
     parse_listeners,
     parse_properties,
     parse_protocol_map,
@@ -162,6 +166,12 @@ KEYS: dict[str, Key] = {
         Key("offsets.retention.check.interval.ms", _int, 600000, "how often expired offsets are removed"),
         Key("offsets.topic.segment.bytes", _int, 104857600, "segment size of __consumer_offsets"),
         Key("cluster.id", _str, "", "cluster id (generated and kept in meta.properties if empty)"),
+        Key(
+            "inter.broker.listener.name",
+            _str,
+            "",
+            "listener brokers reach each other on (default: the first)",
+        ),
         Key("zookeeper.connect", _str, "", "ZooKeeper host:port[,...][/chroot]: run as a cluster member"),
         Key("zookeeper.session.timeout.ms", _int, 18000, "ZooKeeper session timeout"),
         Key("zookeeper.connection.timeout.ms", _int, 18000, "how long to wait for ZooKeeper at start"),
@@ -185,7 +195,6 @@ MAPPED_KEYS = frozenset(
         "advertised.listeners",
         "listener.security.protocol.map",
         "controller.listener.names",
-        "inter.broker.listener.name",
         "log.dir",
     }
 )
@@ -196,6 +205,25 @@ def _suggestion(key: str) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
+@dataclass(frozen=True, slots=True)
+class ServedListener:
+    """A socket the broker listens on, and the address it tells clients that came in through it."""
+
+    name: str
+    host: str
+    port: int  # 0: any free port
+    advertised_host: str
+    advertised_port: int  # 0: the bound port
+
+
+@dataclass(slots=True)
+class _Listeners:
+    """What `listeners` said beyond the first listener (which lives in host/port/advertised.*)."""
+
+    first_name: str = "PLAINTEXT"
+    more: tuple[ServedListener, ...] = ()
+
+
 class BrokerConfig:
     """Effective broker configuration: typed values plus where each came from.
 
@@ -204,11 +232,16 @@ class BrokerConfig:
     """
 
     def __init__(
-        self, values: dict[str, Any], sources: dict[str, str], ignored: dict[str, str] | None = None
+        self,
+        values: dict[str, Any],
+        sources: dict[str, str],
+        ignored: dict[str, str] | None = None,
+        listeners: _Listeners | None = None,
     ) -> None:
         self.values = values
         self.sources = sources
         self.ignored = ignored or {}
+        self._listeners = listeners or _Listeners()
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -224,6 +257,21 @@ class BrokerConfig:
     @property
     def advertised_host(self) -> str:
         return self.values["advertised.host"] or self.values["host"]
+
+    def served_listeners(self) -> list[ServedListener]:
+        """Every listener to open, the first one (``host``/``port``) first."""
+        first = ServedListener(
+            self._listeners.first_name,
+            self.values["host"],
+            int(self.values["port"]),
+            self.advertised_host,
+            int(self.values["advertised.port"]),
+        )
+        return [first, *self._listeners.more]
+
+    @property
+    def inter_broker_listener(self) -> str:
+        return self.values["inter.broker.listener.name"].upper() or self._listeners.first_name
 
     @classmethod
     def load(
@@ -242,6 +290,7 @@ class BrokerConfig:
         sources = {k.name: "default" for k in KEYS.values()}
         mapped: dict[str, tuple[str, str]] = {}  # Kafka key -> (raw value, source)
         ignored: dict[str, str] = {}
+        listeners = _Listeners()
 
         def apply(key: str, raw: Any, source: str) -> None:
             if key in MAPPED_KEYS:
@@ -274,22 +323,34 @@ class BrokerConfig:
                 raise ConfigError(str(exc)) from None
             for key, raw in entries.items():
                 apply(key, raw, str(file))
-            _resolve(mapped, apply)
+            _resolve(mapped, apply, listeners)
         mapped.clear()
         for key in (*KEYS, *sorted(MAPPED_KEYS)):
             name = env_name(key)
             if env is not None and name in env:
                 apply(key, env[name], f"env {name}")
-        _resolve(mapped, apply)
+        _resolve(mapped, apply, listeners)
         for key, value in (overrides or {}).items():
             if value is not None:
                 apply(key, value, "command line")
-        return cls(values, sources, ignored)
+        config = cls(values, sources, ignored, listeners)
+        names = [lst.name for lst in config.served_listeners()]
+        if config.inter_broker_listener not in names:
+            raise ConfigError(
+                f"inter.broker.listener.name {config.inter_broker_listener} is not a served listener"
+                f" ({', '.join(names)}; from {sources['inter.broker.listener.name']})"
+            )
+        return config
 
     def describe(self) -> str:
         """The effective configuration, one `key=value  # source` line per key, then the ignored keys."""
         width = max(len(k) for k in self.values)
         lines = [f"{k:<{width}} = {self.values[k]!s}  # {self.sources[k]}" for k in sorted(self.values)]
+        lines += [
+            f"{'listener ' + lst.name:<{width}} = {lst.host}:{lst.port}"
+            f" (advertised {lst.advertised_host}:{lst.advertised_port or lst.port})"
+            for lst in self.served_listeners()
+        ]
         lines += [
             f"{k:<{width}}   (a Kafka key minikafka ignores)  # {src}"
             for k, src in sorted(self.ignored.items())
@@ -297,17 +358,21 @@ class BrokerConfig:
         return "\n".join(lines)
 
 
-def _resolve(mapped: dict[str, tuple[str, str]], apply: Callable[[str, Any, str], None]) -> None:
+def _resolve(
+    mapped: dict[str, tuple[str, str]], apply: Callable[[str, Any, str], None], listeners: _Listeners
+) -> None:
     """`_apply_mapped` with listener errors as one-line `ConfigError`s naming the source."""
     try:
-        _apply_mapped(mapped, apply)
+        _apply_mapped(mapped, apply, listeners)
     except PropertiesError as exc:
         source = next(iter(mapped.values()))[1] if mapped else "defaults"
         raise ConfigError(f"{exc} (from {source})") from None
 
 
-def _apply_mapped(mapped: dict[str, tuple[str, str]], apply: Callable[[str, Any, str], None]) -> None:
-    """Kafka's listener and data directory keys onto minikafka's ``host``/``port``/``log.dirs``."""
+def _apply_mapped(
+    mapped: dict[str, tuple[str, str]], apply: Callable[[str, Any, str], None], listeners: _Listeners
+) -> None:
+    """Kafka's listener and data directory keys onto ``host``/``port``/``log.dirs`` and ``listeners``."""
     if "log.dir" in mapped and "log.dirs" not in mapped:
         apply("log.dirs", *mapped["log.dir"])
     if "listeners" not in mapped:
@@ -324,12 +389,27 @@ def _apply_mapped(mapped: dict[str, tuple[str, str]], apply: Callable[[str, Any,
         for n in mapped.get("controller.listener.names", ("", ""))[0].split(",")
         if n.strip()
     }
-    chosen = client_listener(parse_listeners(raw, "listeners"), controllers, protocols)
+    served = client_listeners(parse_listeners(raw, "listeners"), controllers, protocols)
+    if len({lst.name for lst in served}) < len(served):
+        raise PropertiesError("listeners: each listener needs a name of its own")
+    advertised = {
+        adv.name: adv
+        for adv in parse_listeners(mapped.get("advertised.listeners", ("", ""))[0], "advertised.listeners")
+    }
+    chosen = served[0]
     apply("host", chosen.host or "0.0.0.0", source)
     apply("port", str(chosen.port), source)
-    if "advertised.listeners" in mapped:
-        adv_raw, adv_source = mapped["advertised.listeners"]
-        for adv in parse_listeners(adv_raw, "advertised.listeners"):
-            if adv.name == chosen.name:
-                apply("advertised.host", adv.host, adv_source)
-                apply("advertised.port", str(adv.port), adv_source)
+    if chosen.name in advertised:
+        adv_source = mapped["advertised.listeners"][1]
+        apply("advertised.host", advertised[chosen.name].host, adv_source)
+        apply("advertised.port", str(advertised[chosen.name].port), adv_source)
+    more = []
+    for lst in served[1:]:
+        adv = advertised.get(lst.name)
+        host = lst.host or "0.0.0.0"
+        more.append(
+            ServedListener(
+                lst.name, host, lst.port, (adv.host if adv else "") or host, adv.port if adv else 0
+            )
+        )
+    listeners.first_name, listeners.more = chosen.name, tuple(more)

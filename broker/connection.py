@@ -87,8 +87,9 @@ class _Slot:
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, listener: str) -> None:
         self.broker = broker
+        self.listener = listener  # the name of the listener this connection came in on
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         # The read buffer (anonymous memory: unwritten pages cost no RAM); bytes [_start, _end)
@@ -248,7 +249,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except ProtocolError as exc:
             self.close(f"malformed request api {header.api_key} v{header.api_version}: {exc}")
             return
-        ctx = RequestContext(self.broker, header, self.peer)
+        ctx = RequestContext(self.broker, header, self.peer, self.listener)
         started = time.perf_counter()
         try:
             result = handler.fn(ctx, request)

@@ -16,6 +16,7 @@ class RequestContext:
     broker: Broker
     header: RequestHeader
     peer: str
+    listener: str  # the listener the request came in on: Metadata answers its addresses
 
     @property
     def version(self) -> int:

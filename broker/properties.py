@@ -15,10 +15,10 @@ Java properties (java.util.Properties.load):
 
 Listeners (``listeners``, ``advertised.listeners``): comma-separated
 ``NAME://host:port`` entries; an empty host means every interface, ``[::1]``
-brackets an IPv6 address. `client_listener` picks the one minikafka serves:
-the first that is not a controller listener (``controller.listener.names``)
-and whose security protocol (``listener.security.protocol.map``, else the
-name itself) is PLAINTEXT.
+brackets an IPv6 address. `client_listeners` picks the ones minikafka serves:
+those that are not controller listeners (``controller.listener.names``) and
+whose security protocol (``listener.security.protocol.map``, else the name
+itself) is PLAINTEXT, in the order given.
 """
 
 from __future__ import annotations
@@ -134,14 +134,17 @@ def parse_protocol_map(value: str) -> dict[str, str]:
     return out
 
 
-def client_listener(
+def client_listeners(
     listeners: list[Listener], controller_names: set[str], protocols: dict[str, str]
-) -> Listener:
-    """The listener minikafka serves clients on (see the module docstring); PropertiesError if none fits."""
-    for listener in listeners:
-        if listener.name in controller_names:
-            continue
-        if protocols.get(listener.name, listener.name) == "PLAINTEXT":
-            return listener
+) -> list[Listener]:
+    """The listeners minikafka serves clients on (see the module docstring); PropertiesError if none fits."""
+    served = [
+        listener
+        for listener in listeners
+        if listener.name not in controller_names
+        and protocols.get(listener.name, listener.name) == "PLAINTEXT"
+    ]
+    if served:
+        return served
     names = ", ".join(f"{lst.name}({protocols.get(lst.name, lst.name)})" for lst in listeners) or "none"
     raise PropertiesError(f"listeners: minikafka serves a PLAINTEXT client listener; these are {names}")

@@ -33,9 +33,10 @@ class BrokerServer:
         self.config = config
         self._fs = fs
         self.broker: Broker | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []
         self._stopped = asyncio.Event()
-        self.port: int = int(config["port"])
+        self.port: int = int(config["port"])  # the first listener's bound port, once started
+        self.ports: dict[str, int] = {}  # listener name -> bound port, once started
 
     async def start(self) -> None:
         self.broker = Broker(self.config, self._fs)
@@ -48,23 +49,30 @@ class BrokerServer:
             broker.metrics = BrokerMetrics(broker)
             broker.metrics.serve(self.config["metrics.host"], metrics_port)
             log.info("metrics on http://%s:%d/metrics", self.config["metrics.host"], metrics_port)
-        self._server = await loop.create_server(
-            lambda: KafkaConnection(broker),
-            host=self.config["host"],
-            port=int(self.config["port"]),
-            reuse_address=True,
-            backlog=1024,
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        broker.advertise(int(self.config["advertised.port"]) or self.port)  # what Metadata tells clients
+        bound = {}
+        for listener in self.config.served_listeners():
+            server = await loop.create_server(
+                lambda name=listener.name: KafkaConnection(broker, name),  # type: ignore[misc]
+                host=listener.host,
+                port=listener.port,
+                reuse_address=True,
+                backlog=1024,
+            )
+            self._servers.append(server)
+            bound[listener.name] = server.sockets[0].getsockname()[1]
+            log.info("listener %s on %s:%d", listener.name, listener.host, bound[listener.name])
+        self.port = next(iter(bound.values()))
+        self.ports = bound
+        broker.advertise(bound)  # what Metadata tells clients
         await broker.cluster.start()
         broker.log_tasks.start()
         log.info(
-            "minikafka broker %d listening on %s:%d (advertised %s), data in %s",
+            "minikafka broker %d listening on %s:%d (advertised %s:%d), data in %s",
             broker.node_id,
             self.config["host"],
             self.port,
-            self.config.advertised_host,
+            broker.cluster.node.host,
+            broker.cluster.node.port,
             self.config.data_dir,
         )
 
@@ -75,8 +83,8 @@ class BrokerServer:
         broker = self.broker
         log.info("shutting down")
         await broker.cluster.hand_over(SHUTDOWN_DEADLINE_S)  # a cluster member's leaderships move first
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         broker.close_waiters()
         deadline = time.monotonic() + SHUTDOWN_DEADLINE_S
         while time.monotonic() < deadline and any(not c.idle for c in broker.connections):

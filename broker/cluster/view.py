@@ -17,12 +17,27 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 @dataclass(frozen=True, slots=True)
 class BrokerNode:
-    """A live broker and the address clients reach it at."""
+    """A live broker and the addresses clients reach it at.
+
+    ``host``/``port`` is the address of its first listener; ``endpoints`` has
+    one ``(listener name, host, port)`` per listener (empty: ``host``/``port``
+    answer for every listener, as for a broker with one).
+    """
 
     node_id: int
     host: str
     port: int
     rack: str | None = None
+    endpoints: tuple[tuple[str, str, int], ...] = ()
+
+    def address(self, listener: str) -> tuple[str, int] | None:
+        """Where to reach this broker through ``listener``; None if it has no such listener."""
+        if not self.endpoints:
+            return self.host, self.port
+        for name, host, port in self.endpoints:
+            if name == listener:
+                return host, port
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,14 +33,15 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         if offsets is not None:
             state = offsets.partitions[broker.groups.partition_for(req.key)]
             node = broker.cluster.broker(state.leader)
-            if node is not None:
+            address = node.address(ctx.listener) if node is not None else None
+            if address is not None:
                 return {
                     "throttle_time_ms": 0,
                     "error_code": 0,
                     "error_message": None,
-                    "node_id": node.node_id,
-                    "host": node.host,
-                    "port": node.port,
+                    "node_id": state.leader,
+                    "host": address[0],
+                    "port": address[1],
                 }
         code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group's coordinator partition has no leader"
     elif key_type == TRANSACTION_KEY_TYPE:

@@ -81,13 +81,22 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         topics.append(_topic(state))
     return {
         "throttle_time_ms": 0,
-        "brokers": [
-            {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack} for b in cluster.brokers()
-        ],
+        "brokers": _brokers(ctx),
         "cluster_id": cluster.cluster_id,
         "controller_id": cluster.controller_id,
         "topics": topics,
     }
+
+
+def _brokers(ctx: RequestContext) -> list[dict[str, Any]]:
+    """Live brokers at their addresses on the listener this request came in on (Kafka leaves out
+    a broker that has no such listener)."""
+    out = []
+    for b in ctx.broker.cluster.brokers():
+        address = b.address(ctx.listener)
+        if address is not None:
+            out.append({"node_id": b.node_id, "host": address[0], "port": address[1], "rack": b.rack})
+    return out
 
 
 registry.register(API_KEY, 0, 5, handle)

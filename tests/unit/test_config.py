@@ -151,3 +151,38 @@ def test_unknown_topic_config_suggests_the_closest_name() -> None:
     assert LogConfig.from_topic_configs({"compression.zstd.level": "3"}).extra == {
         "compression.zstd.level": "3"
     }
+
+
+def test_every_plaintext_listener_is_served_with_its_advertised_address(tmp_path: Path) -> None:
+    f = tmp_path / "p"
+    f.write_text(
+        "listeners=INTERNAL://0.0.0.0:19092,EXTERNAL://:9093,CONTROLLER://:9094,SECURE://:9095\n"
+        "advertised.listeners=INTERNAL://broker-2:19092,EXTERNAL://localhost:9093\n"
+        "listener.security.protocol.map=INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SSL\n"
+        "controller.listener.names=CONTROLLER\n"
+        "inter.broker.listener.name=internal\n"
+    )
+    cfg = BrokerConfig.load(f)
+    assert [
+        (s.name, s.host, s.port, s.advertised_host, s.advertised_port) for s in cfg.served_listeners()
+    ] == [
+        ("INTERNAL", "0.0.0.0", 19092, "broker-2", 19092),
+        ("EXTERNAL", "0.0.0.0", 9093, "localhost", 9093),
+    ]
+    assert cfg.inter_broker_listener == "INTERNAL"
+    flags = BrokerConfig.load(f, overrides={"port": 0, "advertised.host": "b2"})
+    assert [(s.port, s.advertised_host) for s in flags.served_listeners()] == [(0, "b2"), (9093, "localhost")]
+
+
+def test_listener_mistakes_are_one_line_errors(tmp_path: Path) -> None:
+    f = tmp_path / "p"
+    f.write_text("listeners=A://:1,B://:2\nlistener.security.protocol.map=A:PLAINTEXT,B:PLAINTEXT\n")
+    assert BrokerConfig.load(f).inter_broker_listener == "A"  # the first by default
+    f.write_text(f.read_text() + "inter.broker.listener.name=C\n")
+    with pytest.raises(ConfigError, match=r"^inter.broker.listener.name C is not a served listener \(A, B; "):
+        BrokerConfig.load(f)
+    f.write_text("listeners=PLAINTEXT://:1,PLAINTEXT://:2\n")
+    with pytest.raises(ConfigError, match="each listener needs a name of its own"):
+        BrokerConfig.load(f)
+    with pytest.raises(ConfigError, match="not a served listener"):
+        BrokerConfig.load(env={"MINIKAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL"})

@@ -88,8 +88,16 @@ def test_znodes_round_trip_and_read_kafkas_json() -> None:
     kafka_broker = json.dumps(
         {"endpoints": ["CONTROLLER://h:1", "PLAINTEXT://kafka-1:9092"], "host": "x", "port": 1, "version": 5}
     ).encode()
-    assert znodes.decode_broker(1, kafka_broker) == BrokerNode(1, "kafka-1", 9092)
-    assert znodes.decode_broker(2, znodes.encode_broker(BrokerNode(2, "h", 7))) == BrokerNode(2, "h", 7)
+    kafka_1 = znodes.decode_broker(1, kafka_broker)
+    assert (kafka_1.host, kafka_1.port) == ("kafka-1", 9092)
+    assert kafka_1.address("CONTROLLER") == ("h", 1) and kafka_1.address("EXTERNAL") is None
+    two = BrokerNode(2, "b2", 19092, None, (("INTERNAL", "b2", 19092), ("EXTERNAL", "::1", 9093)))
+    assert znodes.decode_broker(2, znodes.encode_broker(two)) == two
+    assert b"EXTERNAL://[::1]:9093" in znodes.encode_broker(two)
+    assert znodes.decode_broker(3, znodes.encode_broker(BrokerNode(3, "h", 7))).address("PLAINTEXT") == (
+        "h",
+        7,
+    )
     assert znodes.decode_producer_id_block_end(znodes.encode_producer_id_block(1, 2000)) == 2999
     assert znodes.decode_cluster_id(znodes.encode_cluster_id("abc")) == "abc"
 

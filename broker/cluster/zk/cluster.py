@@ -69,6 +69,7 @@ class ZkCluster:
         offsets_configs: dict[str, str],
         replica_lag_ms: int,
         auto_leader_rebalance: bool,
+        inter_broker_listener: str,
     ) -> None:
         self.session = session
         self.replicas = replicas
@@ -78,6 +79,7 @@ class ZkCluster:
         self._offsets = (offsets_partitions, offsets_replication_factor, offsets_configs)
         self._lag_ms = replica_lag_ms
         self._preferred = auto_leader_rebalance
+        self._listener = inter_broker_listener  # the one followers fetch from leaders on
         self.topic_deleted: list[Callable[[str], None]] = []
         self.leadership_changed: list[Callable[[str, int, bool], None]] = []  # (topic, partition, now leads)
         self._snap = Snapshot()
@@ -332,7 +334,7 @@ class ZkCluster:
 
     def _address(self, node_id: int) -> tuple[str, int] | None:
         broker = self._snap.brokers.get(node_id)
-        return (broker.host, broker.port) if broker is not None else None
+        return broker.address(self._listener) if broker is not None else None
 
     # -- controller -------------------------------------------------------------------------------
     async def _act_as_controller(self, snap: Snapshot) -> bool:

@@ -3,8 +3,8 @@
     /cluster/id                                   {"version":"1","id":"<cluster id>"}
     /controller                 (ephemeral)       {"version":2,"brokerid":N,"timestamp":"<ms>"}
     /controller_epoch                             "<epoch>" (text)
-    /brokers/ids/<id>           (ephemeral)       {"version":5,"host":H,"port":P,"endpoints":["PLAINTEXT://H:P"],
-                                                   "listener_security_protocol_map":{"PLAINTEXT":"PLAINTEXT"},
+    /brokers/ids/<id>           (ephemeral)       {"version":5,"host":H,"port":P,"endpoints":["NAME://H:P",...],
+                                                   "listener_security_protocol_map":{"NAME":"PLAINTEXT",...},
                                                    "rack":null,"jmx_port":-1,"timestamp":"<ms>"}
     /brokers/topics/<t>                           {"version":3,"partitions":{"0":[1,2,3],...},
                                                    "adding_replicas":{},"removing_replicas":{}}
@@ -92,13 +92,14 @@ def _int_list(value: object, what: str) -> list[int]:
 
 
 def encode_broker(b: BrokerNode) -> bytes:
+    endpoints = b.endpoints or (("PLAINTEXT", b.host, b.port),)
     return json.dumps(
         {
             "version": 5,
             "host": b.host,
             "port": b.port,
-            "endpoints": [f"PLAINTEXT://{b.host}:{b.port}"],
-            "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+            "endpoints": [f"{name}://{_bracket(host)}:{port}" for name, host, port in endpoints],
+            "listener_security_protocol_map": {name: "PLAINTEXT" for name, _, _ in endpoints},
             "rack": b.rack,
             "jmx_port": -1,
             "features": {},
@@ -107,17 +108,28 @@ def encode_broker(b: BrokerNode) -> bytes:
     ).encode()
 
 
+def _bracket(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def decode_broker(node_id: int, data: bytes) -> BrokerNode:
-    """The PLAINTEXT endpoint of a registration (Kafka's or ours); host/port as fallback."""
+    """Every endpoint of a registration (Kafka's or ours).
+
+    host/port: the PLAINTEXT listener's, else the first listener's, else the legacy fields.
+    """
     doc = _load(data, f"broker {node_id}")
+    endpoints = []
     for endpoint in doc.get("endpoints") or []:
         name, _, address = str(endpoint).partition("://")
         host, _, port = address.rpartition(":")
-        if name == "PLAINTEXT" and port.isdigit():
-            return BrokerNode(node_id, host.strip("[]"), int(port), doc.get("rack"))
+        if name and port.isdigit():
+            endpoints.append((name.upper(), host.strip("[]"), int(port)))
+    if endpoints:
+        _, host, port = next((e for e in endpoints if e[0] == "PLAINTEXT"), endpoints[0])
+        return BrokerNode(node_id, host, port, doc.get("rack"), tuple(endpoints))
     host, port = doc.get("host"), doc.get("port")
     if not isinstance(host, str) or not isinstance(port, int):
-        raise ValueError(f"broker {node_id}: no PLAINTEXT endpoint")
+        raise ValueError(f"broker {node_id}: no endpoint")
     return BrokerNode(node_id, host, port, doc.get("rack"))
 
 
