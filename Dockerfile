@@ -1,7 +1,8 @@
-# minikafka images. Target `broker` (the default for `docker compose`'s broker service): slim Python,
-# non-root user, data on a volume, ApiVersions healthcheck. Target `spark`: the same plus a Java runtime
-# and pyspark, for the example Spark job (client/spark/example_job.py).
-FROM python:3.11-slim AS broker
+# minikafka images. Target `broker`: slim Python, non-root user, data on a volume, ApiVersions
+# healthcheck. Target `spark`: the same plus a Java runtime and pyspark, for the example Spark job
+# (client/spark/example_job.py). Target `zookeeper`: Debian's ZooKeeper package, standalone, for the
+# cluster in docker-compose.yml. Bookworm, because that Debian release packages ZooKeeper.
+FROM python:3.11-slim-bookworm AS broker
 RUN useradd --create-home --uid 1000 minikafka
 WORKDIR /app
 COPY pyproject.toml README.md ./
@@ -24,3 +25,17 @@ RUN apt-get update && apt-get install -y --no-install-recommends default-jre-hea
 USER minikafka
 HEALTHCHECK NONE
 CMD ["python", "-m", "client.spark.example_job", "--bootstrap", "localhost:9092", "--seed", "10000"]
+
+FROM python:3.11-slim-bookworm AS zookeeper
+RUN apt-get update && apt-get install -y --no-install-recommends zookeeper \
+    && rm -rf /var/lib/apt/lists/* \
+    && mkdir -p /data && chown zookeeper /data \
+    && printf '%s\n' 'tickTime=2000' 'dataDir=/data' 'clientPort=2181' 'admin.enableServer=false' \
+        '4lw.commands.whitelist=ruok,srvr' > /etc/zookeeper/zoo.cfg
+USER zookeeper
+VOLUME ["/data"]
+EXPOSE 2181
+HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=6 \
+    CMD ["python", "-c", "import socket; s = socket.create_connection(('127.0.0.1', 2181), 3); s.sendall(b'srvr'); assert b'Mode:' in s.recv(4096)"]
+CMD ["java", "-cp", "/etc/zookeeper/conf:/usr/share/java/zookeeper.jar", \
+     "org.apache.zookeeper.server.ZooKeeperServerMain", "/etc/zookeeper/zoo.cfg"]

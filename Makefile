@@ -92,8 +92,9 @@ fuzz: $(TEST_STAMP)
 	$(BIN)/pip install -q atheris
 	bash tests/fuzz/run.sh
 
-# docker-compose.yml brought up for real: Debian's Docker engine (started and stopped by the test), a
-# locally built base image (nothing is pulled), real clients and the Spark example; see tests/compose.
+# docker-compose.yml (the cluster) and docker-compose.single.yml brought up for real: Debian's Docker
+# engine (started and stopped by the test), locally built base images (nothing is pulled), real
+# clients, a broker container killed, and the Spark example; see tests/compose.
 test-compose: $(TEST_STAMP) compose-tools
 	$(BIN)/python -m pytest -q -m compose tests/compose
 
@@ -107,7 +108,7 @@ compose-tools:
 
 # Needs a running Docker engine.
 compose-up:
-	$(COMPOSE) up -d --build
+	$(COMPOSE) up -d --build zookeeper broker-1 broker-2 broker-3
 
 compose-down:
 	$(COMPOSE) down

@@ -40,14 +40,14 @@ def sample_events(n: int) -> Iterator[tuple[bytes, bytes, int]]:
         yield user.encode(), json.dumps({"amount": amount}).encode(), SEED_BASE_TS + (i * 7919) % 300_000
 
 
-def seed(bootstrap: str, topic: str, n: int, partitions: int) -> None:
-    """Create ``topic`` if needed and write ``n`` sample events to it."""
+def seed(bootstrap: str, topic: str, n: int, partitions: int, replication_factor: int = -1) -> None:
+    """Create ``topic`` if needed (replication -1: the broker's default) and write ``n`` sample events."""
     from client.admin import AdminClient, NewTopic
     from client.producer import Producer
 
     with AdminClient({"bootstrap.servers": bootstrap}) as admin:
         if topic not in admin.list_topics():
-            admin.create_topics([NewTopic(topic, partitions, 1)])
+            admin.create_topics([NewTopic(topic, partitions, replication_factor)])
     with Producer({"bootstrap.servers": bootstrap, "linger.ms": 20}) as producer:
         for key, value, ts in sample_events(n):
             producer.send(topic, value=value, key=key, timestamp_ms=ts)
@@ -110,13 +110,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="first write N sample events")
     parser.add_argument("--partitions", type=int, default=4, help="partitions of a seeded input topic")
+    parser.add_argument(
+        "--replication-factor",
+        type=int,
+        default=-1,
+        help="replicas of a seeded input topic (default: the broker's default.replication.factor)",
+    )
     parser.add_argument("--master", default="local[2]", help="Spark master (default %(default)s)")
     args = parser.parse_args(argv)
 
     from client.spark.session import local_session
 
     if args.seed:
-        seed(args.bootstrap, args.input, args.seed, args.partitions)
+        seed(args.bootstrap, args.input, args.seed, args.partitions, args.replication_factor)
     spark = local_session("minikafka-example", args.master, loopback=args.master.startswith("local"))
     try:
         written = run(spark, args.bootstrap, args.input, args.output)

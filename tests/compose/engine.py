@@ -1,7 +1,7 @@
 """A real Docker engine for the compose test: Debian's dockerd, a local base image, clean teardown.
 
 No registry can be pulled from here, so the Dockerfile's base image
-(``python:3.11-slim``) is built locally when absent: a Debian bookworm root
+(``python:3.11-slim-bookworm``) is built locally when absent: a Debian bookworm root
 filesystem from Debian's mirror (mmdebstrap) with a venv at /opt/python and the
 host's CA certificates (containers reach the package registries only through
 the host's trust store), imported under that tag. The Dockerfile itself stays
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-BASE_IMAGE = "python:3.11-slim"
+BASE_IMAGE = "python:3.11-slim-bookworm"
 HOST_CA_DIR = Path("/usr/local/share/ca-certificates")
 
 
@@ -89,7 +89,7 @@ class DockerEngine:
         run("ip", "link", "delete", "docker0", check=False)
 
     def ensure_base_image(self) -> None:
-        """Build and import ``python:3.11-slim`` from Debian when the engine does not have it."""
+        """Build and import ``python:3.11-slim-bookworm`` from Debian when the engine does not have it."""
         if run("docker", "image", "inspect", BASE_IMAGE, check=False).returncode == 0:
             return
         with tempfile.TemporaryDirectory() as tmp:

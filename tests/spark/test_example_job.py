@@ -1,6 +1,6 @@
 """The example Spark job, run exactly as docker-compose's spark-example service runs it.
 
-The service's command line and environment come from docker-compose.yml
+The service's command line and environment come from docker-compose.single.yml
 (broker address swapped for a local broker subprocess); the job seeds the
 input topic, aggregates it in its own Spark process and writes the totals,
 which confluent-kafka reads back and this test recomputes independently.
@@ -33,8 +33,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 
 def load_compose() -> dict[str, Any]:
-    """docker-compose.yml as a dict (the file is brought up for real by tests/compose)."""
-    return yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    """docker-compose.single.yml as a dict (the file is brought up for real by tests/compose)."""
+    return yaml.safe_load((REPO / "docker-compose.single.yml").read_text())
 
 
 def test_compose_spark_example_service_runs_the_job(broker: BrokerProcess) -> None:

@@ -1,0 +1,119 @@
+"""docker-compose.yml brought up for real (`make test-compose`): ZooKeeper and three brokers.
+
+Every container must turn healthy; a topic with three replicas is written with
+acks=all and read back through the published ports (each broker advertises
+its own, so the client follows the leaders); then one broker container is
+killed (SIGKILL) and every record is still readable and the topic still takes
+acks=all writes; once started again it rejoins every ISR; the Spark example runs against the cluster on the brokers'
+internal listener. Everything is torn down afterwards.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.broker_process import REPO
+from tests.cluster_process import QUIET
+from tests.compose.engine import run
+from tests.compose.stack import compose_stack, read_keys, wait_healthy
+
+pytestmark = [pytest.mark.compose, pytest.mark.timeout(2400)]
+
+BROKERS = {1: 9092, 2: 9093, 3: 9094}
+SERVICES = ["zookeeper", *(f"broker-{n}" for n in BROKERS)]
+
+
+def bootstrap(nodes: list[int] = list(BROKERS)) -> str:  # noqa: B006 - never mutated
+    return ",".join(f"127.0.0.1:{BROKERS[n]}" for n in nodes)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
+    with compose_stack(
+        "docker-compose.yml", SERVICES, list(BROKERS.values()), tmp_path_factory.mktemp("docker")
+    ) as c:
+        yield c
+
+
+def _produce(bs: str, topic: str, numbers: range) -> None:
+    producer = Producer({"bootstrap.servers": bs, "acks": "all", "enable.idempotence": True, "logger": QUIET})
+    for n in numbers:
+        producer.produce(topic, key=str(n).encode(), value=b"v%d" % n)
+    assert producer.flush(90) == 0
+
+
+def _leaders(bs: str, topic: str) -> dict[int, int]:
+    md = AdminClient({"bootstrap.servers": bs, "logger": QUIET}).list_topics(topic, timeout=10)
+    return {p.id: p.leader for p in md.topics[topic].partitions.values()}
+
+
+def test_cluster_serves_a_replicated_topic_through_a_broker_kill(stack: list[str]) -> None:
+    wait_healthy(stack, SERVICES)
+    admin = AdminClient({"bootstrap.servers": bootstrap(), "logger": QUIET})
+    deadline = time.monotonic() + 60
+    while len(admin.list_topics(timeout=10).brokers) < 3:  # every broker registered
+        assert time.monotonic() < deadline, "the brokers never all registered"
+        time.sleep(1)
+    md = admin.list_topics(timeout=10)
+    assert {n: (b.host, b.port) for n, b in md.brokers.items()} == {
+        n: ("localhost", p) for n, p in BROKERS.items()
+    }
+    for future in admin.create_topics(
+        [NewTopic("replicated", 3, 3, config={"min.insync.replicas": "2"})]
+    ).values():
+        future.result(30)
+    deadline = time.monotonic() + 60
+    while not all(
+        len(p.isrs) == 3
+        for p in admin.list_topics("replicated", timeout=10).topics["replicated"].partitions.values()
+    ):
+        assert time.monotonic() < deadline, "the replicas never all joined the ISR"
+        time.sleep(1)
+    _produce(bootstrap(), "replicated", range(3000))
+    assert sorted(int(k) for k in read_keys(bootstrap(), "replicated", 3)) == list(range(3000))
+
+    victim = _leaders(bootstrap(), "replicated")[0]
+    killed = run(*stack, "kill", f"broker-{victim}", cwd=REPO, check=False)  # SIGKILL
+    assert killed.returncode == 0, killed.stderr
+    survivors = [n for n in BROKERS if n != victim]
+    deadline = time.monotonic() + 90  # ZooKeeper expires the dead broker's session (18 s by default)
+    while victim in _leaders(bootstrap(survivors), "replicated").values():
+        assert time.monotonic() < deadline, f"broker {victim} still leads after 90 s"
+        time.sleep(1)
+    assert sorted(int(k) for k in read_keys(bootstrap(survivors), "replicated", 3)) == list(range(3000))
+    _produce(bootstrap(survivors), "replicated", range(3000, 4000))  # min.insync.replicas 2: two are enough
+    assert sorted(int(k) for k in read_keys(bootstrap(survivors), "replicated", 3)) == list(range(4000))
+
+    started = run(*stack, "start", f"broker-{victim}", cwd=REPO, check=False)
+    assert started.returncode == 0, started.stderr
+    wait_healthy(stack, [f"broker-{victim}"])
+    _wait_in_sync(admin, "replicated", 3)  # the restarted broker caught up and rejoined every ISR
+
+
+def _wait_in_sync(admin: AdminClient, topic: str, replicas: int) -> None:
+    deadline = time.monotonic() + 90
+    while not all(
+        len(p.isrs) == replicas
+        for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
+    ):
+        assert time.monotonic() < deadline, f"{topic}: the replicas never all joined the ISR"
+        time.sleep(1)
+
+
+def test_spark_example_runs_against_the_cluster(stack: list[str]) -> None:
+    wait_healthy(stack, SERVICES)
+    built = run(*stack, "build", "spark-example", check=False, cwd=REPO, timeout=1500)  # `run` never builds
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    job = run(*stack, "run", "--rm", "spark-example", check=False, cwd=REPO, timeout=1500)
+    assert job.returncode == 0, job.stdout[-3000:] + job.stderr[-3000:]
+    admin = AdminClient({"bootstrap.servers": bootstrap(), "logger": QUIET})
+    assert all(
+        len(p.replicas) == 3
+        for p in admin.list_topics("events", timeout=10).topics["events"].partitions.values()
+    )
+    assert read_keys(bootstrap(), "events-per-minute", 3)  # the job's per-minute totals
