@@ -36,7 +36,6 @@ class BrokerServer:
         self._servers: list[asyncio.base_events.Server] = []
         self._stopped = asyncio.Event()
         self.port: int = int(config["port"])  # the first listener's bound port, once started
-        self.ports: dict[str, int] = {}  # listener name -> bound port, once started
 
     async def start(self) -> None:
         self.broker = Broker(self.config, self._fs)
@@ -62,7 +61,6 @@ class BrokerServer:
             bound[listener.name] = server.sockets[0].getsockname()[1]
             log.info("listener %s on %s:%d", listener.name, listener.host, bound[listener.name])
         self.port = next(iter(bound.values()))
-        self.ports = bound
         broker.advertise(bound)  # what Metadata tells clients
         await broker.cluster.start()
         broker.log_tasks.start()

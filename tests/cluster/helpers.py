@@ -36,7 +36,7 @@ def wait_for(check, timeout: float, what: str) -> None:  # type: ignore[no-untyp
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def wait_for_leaders(bootstrap: str, topic: str, partitions: int, isr: int) -> None:
+def wait_for_leaders(bootstrap: str, topic: str, partitions: int, isr: int, timeout: float = 30) -> None:
     def ready() -> bool:
         try:
             md = partition_metadata(bootstrap, topic)
@@ -44,7 +44,7 @@ def wait_for_leaders(bootstrap: str, topic: str, partitions: int, isr: int) -> N
             return False
         return len(md) == partitions and all(leader >= 0 and len(i) >= isr for leader, _, i in md.values())
 
-    wait_for(ready, 30, f"{topic}: {partitions} partitions with leaders and {isr} in-sync replicas")
+    wait_for(ready, timeout, f"{topic}: {partitions} partitions with leaders and {isr} in-sync replicas")
 
 
 class Sender:

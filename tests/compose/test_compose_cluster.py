@@ -10,7 +10,6 @@ internal listener. Everything is torn down afterwards.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +17,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.broker_process import REPO
+from tests.cluster.helpers import partition_metadata, wait_for, wait_for_leaders
 from tests.cluster_process import QUIET
 from tests.compose.engine import run
 from tests.compose.stack import compose_stack, read_keys, wait_healthy
@@ -47,18 +47,10 @@ def _produce(bs: str, topic: str, numbers: range) -> None:
     assert producer.flush(90) == 0
 
 
-def _leaders(bs: str, topic: str) -> dict[int, int]:
-    md = AdminClient({"bootstrap.servers": bs, "logger": QUIET}).list_topics(topic, timeout=10)
-    return {p.id: p.leader for p in md.topics[topic].partitions.values()}
-
-
 def test_cluster_serves_a_replicated_topic_through_a_broker_kill(stack: list[str]) -> None:
     wait_healthy(stack, SERVICES)
     admin = AdminClient({"bootstrap.servers": bootstrap(), "logger": QUIET})
-    deadline = time.monotonic() + 60
-    while len(admin.list_topics(timeout=10).brokers) < 3:  # every broker registered
-        assert time.monotonic() < deadline, "the brokers never all registered"
-        time.sleep(1)
+    wait_for(lambda: len(admin.list_topics(timeout=10).brokers) == 3, 60, "every broker to register")
     md = admin.list_topics(timeout=10)
     assert {n: (b.host, b.port) for n, b in md.brokers.items()} == {
         n: ("localhost", p) for n, p in BROKERS.items()
@@ -67,24 +59,19 @@ def test_cluster_serves_a_replicated_topic_through_a_broker_kill(stack: list[str
         [NewTopic("replicated", 3, 3, config={"min.insync.replicas": "2"})]
     ).values():
         future.result(30)
-    deadline = time.monotonic() + 60
-    while not all(
-        len(p.isrs) == 3
-        for p in admin.list_topics("replicated", timeout=10).topics["replicated"].partitions.values()
-    ):
-        assert time.monotonic() < deadline, "the replicas never all joined the ISR"
-        time.sleep(1)
+    wait_for_leaders(bootstrap(), "replicated", 3, 3, timeout=60)
     _produce(bootstrap(), "replicated", range(3000))
     assert sorted(int(k) for k in read_keys(bootstrap(), "replicated", 3)) == list(range(3000))
 
-    victim = _leaders(bootstrap(), "replicated")[0]
+    victim = partition_metadata(bootstrap(), "replicated")[0][0]
     killed = run(*stack, "kill", f"broker-{victim}", cwd=REPO, check=False)  # SIGKILL
     assert killed.returncode == 0, killed.stderr
     survivors = [n for n in BROKERS if n != victim]
-    deadline = time.monotonic() + 90  # ZooKeeper expires the dead broker's session (18 s by default)
-    while victim in _leaders(bootstrap(survivors), "replicated").values():
-        assert time.monotonic() < deadline, f"broker {victim} still leads after 90 s"
-        time.sleep(1)
+    wait_for(  # ZooKeeper expires the dead broker's session (18 s by default)
+        lambda: all(m[0] != victim for m in partition_metadata(bootstrap(survivors), "replicated").values()),
+        90,
+        f"broker {victim} to lead nothing",
+    )
     assert sorted(int(k) for k in read_keys(bootstrap(survivors), "replicated", 3)) == list(range(3000))
     _produce(bootstrap(survivors), "replicated", range(3000, 4000))  # min.insync.replicas 2: two are enough
     assert sorted(int(k) for k in read_keys(bootstrap(survivors), "replicated", 3)) == list(range(4000))
@@ -92,17 +79,8 @@ def test_cluster_serves_a_replicated_topic_through_a_broker_kill(stack: list[str
     started = run(*stack, "start", f"broker-{victim}", cwd=REPO, check=False)
     assert started.returncode == 0, started.stderr
     wait_healthy(stack, [f"broker-{victim}"])
-    _wait_in_sync(admin, "replicated", 3)  # the restarted broker caught up and rejoined every ISR
-
-
-def _wait_in_sync(admin: AdminClient, topic: str, replicas: int) -> None:
-    deadline = time.monotonic() + 90
-    while not all(
-        len(p.isrs) == replicas
-        for p in admin.list_topics(topic, timeout=10).topics[topic].partitions.values()
-    ):
-        assert time.monotonic() < deadline, f"{topic}: the replicas never all joined the ISR"
-        time.sleep(1)
+    # the restarted broker caught up and rejoined every ISR
+    wait_for_leaders(bootstrap(), "replicated", 3, 3, timeout=90)
 
 
 def test_spark_example_runs_against_the_cluster(stack: list[str]) -> None:
