@@ -176,6 +176,12 @@ KEYS: dict[str, Key] = {
         Key("zookeeper.session.timeout.ms", _int, 18000, "ZooKeeper session timeout"),
         Key("zookeeper.connection.timeout.ms", _int, 18000, "how long to wait for ZooKeeper at start"),
         Key("replica.lag.time.max.ms", _int, 30000, "a follower this far behind leaves the ISR"),
+        Key(
+            "replica.high.watermark.checkpoint.interval.ms",
+            _int,
+            5000,
+            "how often high watermarks are checkpointed",
+        ),
         Key("min.insync.replicas", _int, 1, "in-sync replicas an acks=all write needs"),
         Key("offsets.topic.replication.factor", _int, 3, "replicas of __consumer_offsets (cluster mode)"),
         Key("auto.leader.rebalance.enable", _bool, True, "move leadership back to preferred replicas"),

@@ -12,7 +12,8 @@ back to the loop, so log state is only ever changed on the loop thread:
 - retention, every ``log.retention.check.interval.ms``; then the log start offsets
   are checkpointed if anything was deleted.
 - ``recovery-point-offset-checkpoint`` every ``log.flush.offset.checkpoint.interval.ms``,
-  ``log-start-offset-checkpoint`` every ``log.flush.start.offset.checkpoint.interval.ms``.
+  ``log-start-offset-checkpoint`` every ``log.flush.start.offset.checkpoint.interval.ms``,
+  ``replication-offset-checkpoint`` (HWs) every ``replica.high.watermark.checkpoint.interval.ms``.
 - idle idempotent producers forgotten every ``producer.id.expiration.check.interval.ms``.
 - the cleaner (``log.cleaner.enable``): cleans the filthiest compacted log in a
   dedicated worker thread, runs the swap steps, writes ``cleaner-offset-checkpoint``;
@@ -64,6 +65,7 @@ class LogTasks:
             "retention": int(cfg["log.retention.check.interval.ms"]) / 1000,
             "recovery": int(cfg["log.flush.offset.checkpoint.interval.ms"]) / 1000,
             "log_start": int(cfg["log.flush.start.offset.checkpoint.interval.ms"]) / 1000,
+            "high_watermark": int(cfg["replica.high.watermark.checkpoint.interval.ms"]) / 1000,
             "producers": int(cfg["producer.id.expiration.check.interval.ms"]) / 1000,
         }
         self._cleaner_enabled = bool(cfg["log.cleaner.enable"])
@@ -86,6 +88,7 @@ class LogTasks:
             (self._intervals["retention"], self.retention),
             (self._intervals["recovery"], self.checkpoint_recovery_points),
             (self._intervals["log_start"], self.checkpoint_log_starts),
+            (self._intervals["high_watermark"], self.checkpoint_high_watermarks),
             (self._intervals["producers"], self._expire_producers),
         ]
         for interval, fn in periodic:
@@ -168,6 +171,9 @@ class LogTasks:
 
     async def checkpoint_log_starts(self) -> None:
         await self.write_checkpoint(naming.LOG_START_OFFSET_CHECKPOINT, self.logs.log_start_offsets())
+
+    async def checkpoint_high_watermarks(self) -> None:
+        await self.write_checkpoint(naming.REPLICATION_OFFSET_CHECKPOINT, self.logs.high_watermarks())
 
     def _expire_producers(self) -> None:
         expired = self.replicas.expire_producers(_now_ms())

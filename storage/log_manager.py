@@ -10,13 +10,21 @@ Files at the top of the data directory:
 - ``__minikafka_topics.json``: the topic registry (format, and what happens
   when it is missing or damaged: `storage.topic_registry`).
 - ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
-  ``cleaner-offset-checkpoint``: Kafka's text checkpoints (``0``, count,
+  ``cleaner-offset-checkpoint``, ``replication-offset-checkpoint`` (high
+  watermarks): Kafka's text checkpoints (``0``, count,
   ``<topic> <partition> <offset>`` lines), written atomically by `checkpoint`,
   `flush_all`, `close`, after a recovery, and (through `write_checkpoint`, from an
   executor) by the broker's periodic tasks.
 - ``.kafka_cleanshutdown``: written last by `close` after everything is fsynced;
   removed right after opening. Its absence at open means the last run crashed:
   logs are opened with recovery from their checkpointed recovery point (0 if none).
+
+High watermarks: ``replication-offset-checkpoint`` is written at open, and
+then with the other checkpoints. Every log opens with its checkpointed HW (a
+partition missing from it, created after the last write, with its log start
+offset), as Kafka does; only a data directory that never had the file (written
+by an older minikafka) keeps HW = LEO. Whoever leads the partition moves the
+HW up again (`broker.replica`).
 
 Partition directories not in the registry (a crash during `delete_topic`) and
 ``*-delete`` directories are removed at open.
@@ -97,6 +105,8 @@ class LogManager:
             else:
                 # Recovered logs were fsynced: record that, so the next crash does not rescan them.
                 self.write_checkpoint(naming.RECOVERY_POINT_CHECKPOINT, self.recovery_points())
+            # From now on a partition missing from it (created, then a crash) opens at its log start.
+            self.write_checkpoint(naming.REPLICATION_OFFSET_CHECKPOINT, self.high_watermarks())
         except BaseException:
             self._unlock()
             raise
@@ -156,6 +166,7 @@ class LogManager:
         recover = not self.clean_shutdown
         recovery_points = self._read_checkpoint(naming.RECOVERY_POINT_CHECKPOINT) or {}
         log_starts = self._read_checkpoint(naming.LOG_START_OFFSET_CHECKPOINT) or {}
+        high_watermarks = self._read_checkpoint(naming.REPLICATION_OFFSET_CHECKPOINT)
         self._topics = topic_registry.read(self._fs, self.data_dir, self.default_config)
         wanted = {(t.name, p) for t in self._topics.values() for p in t.local_partitions}
         for name in self._fs.listdir(self.data_dir):
@@ -177,6 +188,8 @@ class LogManager:
                 log_start_offset=log_starts.get(tp),
                 health=self.health,
             )
+            if high_watermarks is not None and not self._logs[tp].offline:
+                self._logs[tp].restore_high_watermark(high_watermarks.get(tp, 0))
 
     # -- public API --------------------------------------------------------------------------
 
@@ -332,6 +345,10 @@ class LogManager:
         """Every log's start offset (loop thread), for ``log-start-offset-checkpoint``."""
         return {tp: lg.log_start_offset for tp, lg in self._logs.items()}
 
+    def high_watermarks(self) -> dict[tuple[str, int], int]:
+        """Every log's high watermark (loop thread), for ``replication-offset-checkpoint``."""
+        return {tp: lg.high_watermark for tp, lg in self._logs.items()}
+
     def cleaner_offsets(self) -> dict[tuple[str, int], int]:
         """Cleaner offsets of existing logs (loop thread), for ``cleaner-offset-checkpoint``."""
         return self.cleaner.checkpoint_data(self._logs)
@@ -341,8 +358,9 @@ class LogManager:
         write_offsets(self._fs, self._path(name), offsets)
 
     def checkpoint(self) -> None:
-        """Write the recovery-point, log-start-offset and cleaner-offset checkpoints (loop thread)."""
+        """Write the recovery-point, log-start-offset, cleaner-offset and HW checkpoints (loop thread)."""
         self.write_checkpoint(naming.RECOVERY_POINT_CHECKPOINT, self.recovery_points())
+        self.write_checkpoint(naming.REPLICATION_OFFSET_CHECKPOINT, self.high_watermarks())
         self.write_checkpoint(naming.LOG_START_OFFSET_CHECKPOINT, self.log_start_offsets())
         self.write_checkpoint(naming.CLEANER_OFFSET_CHECKPOINT, self.cleaner_offsets())
 

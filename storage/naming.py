@@ -5,6 +5,7 @@ Kafka-compatible layout::
     <data-dir>/
       meta.properties  .lock  .kafka_cleanshutdown  __minikafka_topics.json
       recovery-point-offset-checkpoint  log-start-offset-checkpoint  cleaner-offset-checkpoint
+      replication-offset-checkpoint   (each partition's high watermark)
       <topic>-<partition>/
         00000000000000000000.log  .index  .timeindex
         00000000000000000000.snapshot   (producer state at that offset; not part of a segment)
@@ -46,6 +47,7 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 TOPICS_FILE = "__minikafka_topics.json"
 

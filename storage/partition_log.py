@@ -10,7 +10,8 @@ Three offsets, kept apart (REPLICATION.md):
   `advance_high_watermark` -- on a single broker (ISR = {self}) right after each
   append, with ``result.last_offset + 1``; with replication, to the minimum LEO of
   the ISR. On open it equals the LEO: what survived recovery is on disk and
-  there is no follower to wait for.
+  there is no follower to wait for; the log manager then lowers it to the
+  HW checkpointed in ``replication-offset-checkpoint`` (`restore_high_watermark`).
 - ``log_end_offset`` (LEO): the offset the next appended record will get.
 
 Appends take a record set already validated by the caller (`protocol.records.validate_batches`),
@@ -450,6 +451,16 @@ class PartitionLog:
             return True
         now = _now_ms() if now_ms is None else now_ms
         return now - self._last_flush_ms >= self.config.flush_interval_ms
+
+    def restore_high_watermark(self, offset: int) -> None:
+        """Set the HW from ``replication-offset-checkpoint`` at open, clamped to [log start, LEO].
+
+        Unlike `advance_high_watermark` this may lower it: what was committed
+        when the checkpoint was written is all a restarted replica can vouch
+        for; its leader (or, leading alone, the ISR of one) moves it up again.
+        """
+        self._hw = min(max(offset, self._log_start), self._leo)
+        self._hw_segment, self._hw_position = self._position_of(self._hw)
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Move the HW up to ``offset`` (<= LEO); returns whether it moved. Never moves it backwards."""

@@ -37,6 +37,7 @@ class LocalCluster:
         me = [self.node.node_id]
         try:
             part.become_leader(LEADER_EPOCH, me, me, int(time.time() * 1000))
+            self.replicas.advance_high_watermark(part)  # ISR of one: above a checkpointed HW is committed
         except KafkaStorageError as exc:  # an offline log: still ours, answering KAFKA_STORAGE_ERROR
             log.warning("%s-%d: %s", part.topic, part.index, exc)
             part.leader_id, part.leader_epoch, part.isr = part.local_id, LEADER_EPOCH, me

@@ -137,7 +137,7 @@ class ReplicaManager:
                         "batches of several producers in one record set", ErrorCode.INVALID_RECORD
                     )
         result = plog.append(buf, headers, leader_epoch=part.leader_epoch, now_ms=now_ms)
-        if not self._advance_high_watermark(part):
+        if not self.advance_high_watermark(part):
             part.wake()  # followers read up to the LEO: they want the new batch even below the HW
         if result.rolled:
             self.snapshot_producers(part, result.base_offset)
@@ -154,7 +154,7 @@ class ReplicaManager:
             appended=True,
         )
 
-    def _advance_high_watermark(self, part: Partition) -> bool:
+    def advance_high_watermark(self, part: Partition) -> bool:
         """HW = min LEO over the ISR (a follower not heard from since this leadership began holds it back).
 
         When it moves, acks=all waiters it passed are answered and parked fetches
@@ -182,7 +182,7 @@ class ReplicaManager:
         if fetch_offset >= leo:
             part.caught_up_ms[replica_id] = now_ms
         if replica_id in part.isr:
-            self._advance_high_watermark(part)
+            self.advance_high_watermark(part)
         elif (
             replica_id in part.replicas
             and fetch_offset >= part.log.high_watermark
@@ -206,7 +206,7 @@ class ReplicaManager:
         part.isr = list(isr)
         part.partition_epoch = partition_epoch
         if part.is_leader:
-            self._advance_high_watermark(part)
+            self.advance_high_watermark(part)
 
     async def wait_for_replication(self, part: Partition, offset: int, timeout_s: float) -> int:
         """acks=all: wait until the HW passes ``offset`` (the end of the appended batch).

@@ -179,6 +179,30 @@ def test_idempotent_retry_after_restart_is_a_duplicate(tmp_path: Path, kind: str
         proc.stop()
 
 
+def test_single_broker_reads_everything_after_a_kill_with_a_stale_high_watermark_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """A lone leader's HW comes back from replication-offset-checkpoint, then rises to its LEO at once.
+
+    The checkpoint is written every 5 s, so after a kill it lags the log; the
+    test writes the lagging file itself rather than racing the timer. Records
+    above it must be readable again before anything else is produced.
+    """
+    proc = BrokerProcess(tmp_path / "data").start()
+    try:
+        with RawClient(proc.port) as c:
+            assert create(c, "hw").error_code == 0
+            for i in range(20):
+                assert produce(c, "hw", _batch(b"v%d" % i), acks=-1).error_code == 0
+        proc.kill()
+        (tmp_path / "data" / naming.REPLICATION_OFFSET_CHECKPOINT).write_text("0\n1\nhw 0 5\n")
+        proc.start()
+        with RawClient(proc.port) as c:
+            assert [v for _, v in _values(c, "hw")] == [b"v%d" % i for i in range(20)]
+    finally:
+        proc.stop()
+
+
 # -- kill -9 under a real idempotent producer ---------------------------------------------------------
 
 

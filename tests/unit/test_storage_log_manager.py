@@ -206,3 +206,45 @@ def test_flush_all_and_closed_manager(tmp_path) -> None:
     mgr.close()
     with pytest.raises(KafkaError):
         mgr.create_topic("u", 1)
+
+
+def test_high_watermarks_are_checkpointed_and_restored(tmp_path) -> None:
+    """replication-offset-checkpoint: written at close, read back at open, clamped to [log start, LEO]."""
+    mgr = _manager(tmp_path)
+    mgr.create_topic("t", 3)
+    logs = [mgr.get_log("t", p) for p in range(3)]
+    assert all(lg is not None for lg in logs)
+    for lg in logs:
+        assert lg is not None
+        for _ in range(5):
+            append(lg, make_batch(2), now_ms=0, hw=False)
+    assert logs[0] is not None and logs[1] is not None
+    logs[0].advance_high_watermark(4)
+    logs[1].advance_high_watermark(10)
+    mgr.close()
+    d = tmp_path / "data"
+    assert (d / naming.REPLICATION_OFFSET_CHECKPOINT).read_text() == "0\n3\nt 0 4\nt 1 10\nt 2 0\n"
+
+    again = _manager(tmp_path)
+    assert [again.get_log("t", p).high_watermark for p in range(3)] == [4, 10, 0]  # type: ignore[union-attr]
+    again.close()
+
+    # A checkpoint beyond the log end is clamped; a partition missing from it opens at its log start.
+    (d / naming.REPLICATION_OFFSET_CHECKPOINT).write_text("0\n1\nt 0 99\n")
+    third = _manager(tmp_path)
+    assert [third.get_log("t", p).high_watermark for p in range(3)] == [10, 0, 0]  # type: ignore[union-attr]
+    third.close()
+
+
+def test_no_high_watermark_checkpoint_keeps_the_log_end(tmp_path) -> None:
+    """A data directory written before HWs were checkpointed opens with HW = LEO, as it always did."""
+    mgr = _manager(tmp_path)
+    mgr.create_topic("t", 1)
+    lg = mgr.get_log("t", 0)
+    assert lg is not None
+    append(lg, make_batch(3), now_ms=0, hw=False)
+    mgr.close()
+    os.remove(tmp_path / "data" / naming.REPLICATION_OFFSET_CHECKPOINT)
+    again = _manager(tmp_path)
+    assert again.get_log("t", 0).high_watermark == 3  # type: ignore[union-attr]
+    again.close()

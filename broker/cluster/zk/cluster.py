@@ -272,6 +272,7 @@ class ZkCluster:
                             part.become_leader(
                                 state.leader_epoch, replicas, list(state.isr), now, record.version
                             )
+                            self.replicas.advance_high_watermark(part)  # moves only with an ISR of one
                         except KafkaStorageError as exc:
                             log.error("%s-%d: cannot lead: %s", topic, index, exc)
                             continue
