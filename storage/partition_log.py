@@ -107,6 +107,8 @@ from storage.segment import BatchIndexInfo, LogSegment
 
 log = logging.getLogger(__name__)
 
+_RECENT_ENDS = 64  # append end positions remembered for `_position_of`
+
 
 class HeaderLike(Protocol):
     """What `PartitionLog.append` reads from each batch header (`protocol.records.BatchHeader` fits)."""
@@ -205,6 +207,8 @@ class PartitionLog:
         self._log_start = min(max(log_start_offset or first_base, first_base), self._leo)
         self._hw = self._leo
         self._hw_segment, self._hw_position = active, active.size
+        # (segment, byte position) where each of the last appends ended, by end offset
+        self._ends: dict[int, tuple[LogSegment, int]] = {}
         self._recovery_point = self._leo
 
     # -- loading -----------------------------------------------------------------------------
@@ -460,6 +464,7 @@ class PartitionLog:
         for; its leader (or, leading alone, the ISR of one) moves it up again.
         """
         self._hw = min(max(offset, self._log_start), self._leo)
+        self._ends.clear()
         self._hw_segment, self._hw_position = self._position_of(self._hw)
 
     def advance_high_watermark(self, offset: int) -> bool:
@@ -483,6 +488,9 @@ class PartitionLog:
         if offset >= self._leo:
             seg = self._segments[-1]
             return seg, seg.size
+        recent = self._ends.get(offset)
+        if recent is not None:  # where an append ended: the HW follows followers' fetch offsets there
+            return recent
         seg = self._segments[self._segment_index(offset)]
         header = seg.translate_offset(offset)
         return seg, header.position if header is not None else seg.size
@@ -607,6 +615,10 @@ class PartitionLog:
                 self._offline = exc
             raise self._io_error("append", exc, "append") from exc
         self._leo = last_offset + 1
+        ends = self._ends
+        ends[self._leo] = (seg, seg.size)
+        if len(ends) > _RECENT_ENDS:
+            del ends[next(iter(ends))]
         if self._io_failing:
             self._io_succeeded("append")
         return AppendResult(
@@ -786,6 +798,7 @@ class PartitionLog:
         self._log_start = min(self._log_start, self._leo)
         if self._hw > self._leo:
             self._hw = self._leo
+        self._ends.clear()
         self._hw_segment, self._hw_position = self._position_of(self._hw)
         self._recovery_point = min(self._recovery_point, self._leo)
         self._epochs.truncate_from_end(self._leo)
@@ -907,6 +920,7 @@ class PartitionLog:
         self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, paths))
         self._retire(removed)
         self._dir_gen += 1
+        self._ends.clear()
         self._hw_segment, self._hw_position = self._position_of(self._hw)
         log.info(
             "%s: deleted %d segment(s) [%d, %d) due to %s; log start offset %d",
@@ -1017,6 +1031,7 @@ class PartitionLog:
         self._retire(list(sources))
         self._dir_gen += 1
         self._swapping = False
+        self._ends.clear()
         self._hw_segment, self._hw_position = self._position_of(self._hw)
         self.latest_delete_horizon = delete_horizon  # the cleaning rewrote every segment that can hold one
         return new

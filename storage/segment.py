@@ -61,6 +61,7 @@ _BATCH_LENGTH = struct.Struct(">i")  # at byte 8
 _SCAN_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 1024 * 1024
 VIEW_MIN_BYTES = 64 * 1024
+_BOUNDARY_BULK_BYTES = 64 * 1024  # `_last_boundary` reads up to this many bytes at once
 """Reads `read(to_send=True)` serves as views of the mapped `.log`: below this a copy costs less
 than mapping the file's new tail."""
 LOG_RESERVE_BYTES = 4 * 1024 * 1024
@@ -349,8 +350,18 @@ class LogSegment:
 
         Index positions are batch starts, so the walk begins at the last indexed
         position <= target and reads at most about one index interval of headers.
+        A longer distance means large batches (each one indexed), so few of
+        them: their lengths are read one by one instead of every byte between.
         """
         begin = max(start, self.offset_index.lookup_position(target))
+        if target - begin > _BOUNDARY_BULK_BYTES:
+            p = begin
+            while p + LOG_OVERHEAD <= target:
+                (length,) = _BATCH_LENGTH.unpack_from(self._log.pread(LOG_OVERHEAD, p), 8)
+                if length < MIN_BATCH_LENGTH or p + LOG_OVERHEAD + length > target:
+                    break
+                p += LOG_OVERHEAD + length
+            return p
         chunk = self._log.pread(target - begin, begin)
         p = 0
         while p + LOG_OVERHEAD <= len(chunk):

@@ -1,8 +1,10 @@
 """Replica fetchers: a follower copies its partitions from their leaders, byte for byte.
 
 One `ReplicaFetcher` per leader broker, each an asyncio task with one
-long-lived connection (request header v1, Fetch v11 with replica_id = our id,
-OffsetForLeaderEpoch v3). For every partition it follows from that leader:
+long-lived connection (`LeaderLink`; request header v1, Fetch v11 with
+replica_id = our id, OffsetForLeaderEpoch v3). Fetch responses are decoded
+by `protocol.fetch_fast`, and their record sets appended straight from the
+link's frame buffer. For every partition it follows from that leader:
 
 1. Truncation first (``Partition.needs_truncation``, set when it became a
    follower): ask the leader for the end offset of our latest leader epoch and
@@ -31,9 +33,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from broker.replica.link import LeaderLink
 from broker.replica.manager import ReplicaManager
 from broker.replica.partition import Partition
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.fetch_fast import decode_fetch_response
 from protocol.headers import encode_request_header
 from protocol.messages import decode_response, encode_request
 from protocol.records import validate_batches
@@ -64,7 +68,7 @@ class ReplicaFetcher:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._correlation = 0
-        self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._link: LeaderLink | None = None
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
@@ -79,27 +83,27 @@ class ReplicaFetcher:
 
     # -- connection ---------------------------------------------------------------------------
     def _close(self) -> None:
-        if self._conn is not None:
-            self._conn[1].close()
-            self._conn = None
+        if self._link is not None:
+            self._link.close()
+            self._link = None
 
     async def _request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
-        if self._conn is None:
+        """Send one request; its decoded response. Fetch's record sets are views into the link's
+        frame buffer, valid until the next request: `_fetch` appends them before asking again."""
+        if self._link is None:
             address = self._address(self.leader_id)
             if address is None:
                 raise ConnectionError(f"broker {self.leader_id} is not registered")
-            self._conn = await asyncio.wait_for(asyncio.open_connection(*address), 5)
-        reader, writer = self._conn
+            self._link = await asyncio.wait_for(LeaderLink.connect(*address), 5)
         self._correlation += 1
         header = encode_request_header(
             api_key, version, self._correlation, f"replica-{self.replicas.node_id}"
         )
-        payload = header + encode_request(api_key, version, body)
-        writer.write(_SIZE.pack(len(payload)) + payload)
-        (size,) = _SIZE.unpack(await reader.readexactly(4))
-        frame = await reader.readexactly(size)
+        frame = await self._link.request(header + encode_request(api_key, version, body))
         if _SIZE.unpack_from(frame)[0] != self._correlation:
             raise ProtocolError("correlation id mismatch")
+        if api_key == 1:
+            return decode_fetch_response(frame, version, 4)
         return decode_response(api_key, version, frame[4:])
 
     # -- the loop -----------------------------------------------------------------------------
@@ -223,11 +227,10 @@ class ReplicaFetcher:
                 if r.error_code:
                     backoff = True
                     continue
-                records = r.records
+                records = r.records  # a writable view into the response frame: appended without a copy
                 if records:
-                    buf = bytearray(records)
-                    headers = validate_batches(buf)
-                    self.replicas.follower_append(part, buf, headers, r.high_watermark, now_ms)
+                    headers = validate_batches(records)
+                    self.replicas.follower_append(part, records, headers, r.high_watermark, now_ms)
                 else:
                     self.replicas.follower_append(part, bytearray(), [], r.high_watermark, now_ms)
         if backoff:

@@ -236,7 +236,12 @@ class ReplicaManager:
 
     # -- replication, follower side -------------------------------------------------------------
     def follower_append(
-        self, part: Partition, buf: bytearray, headers: list[BatchHeader], leader_hw: int, now_ms: int
+        self,
+        part: Partition,
+        buf: bytearray | memoryview,
+        headers: list[BatchHeader],
+        leader_hw: int,
+        now_ms: int,
     ) -> None:
         """Append batches fetched from the leader, then HW = min(leader HW, own LEO) (never backwards)."""
         plog = part.log

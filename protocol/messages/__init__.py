@@ -17,6 +17,8 @@ from typing import Any
 from construct import ConstructError, Container
 
 from protocol.errors import ProtocolError
+from protocol.fetch_fast import VERSIONS as FETCH_FAST_VERSIONS
+from protocol.fetch_fast import decode_fetch_request
 from protocol.messages import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -130,6 +132,8 @@ def decode_request(api_key: int, version: int, body: bytes | memoryview, offset:
         raise ProtocolError(f"body offset {offset} outside 0..{len(body)}")
     if api_key == 0 and version in PRODUCE_FAST_VERSIONS:
         return decode_produce_request(body, offset)  # the hot path: precompiled structs
+    if api_key == 1 and version in FETCH_FAST_VERSIONS:
+        return decode_fetch_request(body, version, offset)  # every follower round trip: same
     return _decode("REQUEST", api_key, version, body, offset)
 
 

@@ -546,6 +546,21 @@ def test_truncate_to(tmp_path) -> None:
     reopened.close()
 
 
+def test_high_watermark_at_a_remembered_append_end_after_truncation(tmp_path) -> None:
+    """Where appends ended is remembered for HW moves; truncation must forget it (batch sizes differ after)."""
+    log = _open(tmp_path, LogConfig())
+    for _ in range(4):
+        append(log, make_batch(2, value_size=10), now_ms=0, hw=False)
+    log.advance_high_watermark(4)
+    assert log.truncate_to(4) == 4
+    append(log, make_batch(4, value_size=300), now_ms=0, hw=False)
+    log.advance_high_watermark(6)  # an append ended at 6 before the truncation; now 6 is inside a batch
+    assert _offsets(log.read(0, 10**9).data) == [(0, 1), (2, 3)]
+    log.advance_high_watermark(8)
+    assert _offsets(log.read(0, 10**9).data) == [(0, 1), (2, 3), (4, 7)]
+    log.close()
+
+
 def test_truncate_into_sealed_segment_makes_it_active(tmp_path) -> None:
     log = _three_segment_log(tmp_path)
     log.truncate_to(5)

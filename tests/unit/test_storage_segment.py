@@ -74,6 +74,24 @@ def test_read_respects_max_position(tmp_path) -> None:
     seg.close()
 
 
+@pytest.mark.parametrize("interval", [4096, 10**8])
+def test_read_stops_at_the_last_whole_batch_below_max_bytes(tmp_path, interval: int) -> None:
+    """Far from the last indexed position (large batches), boundaries are found header by header;
+    with a huge index interval only the first batch is indexed, so the walk crosses several."""
+    seg = _segment(tmp_path, config=LogConfig(index_interval_bytes=interval))
+    batches = _fill(seg, [(1, 30_000)] * 4 + [(40, 10)] * 3 + [(1, 30_000)] * 3)
+    starts = [pos for _, _, pos in batches] + [seg.size]
+    for first in (0, 2, 5):
+        start = starts[first]
+        for cut in range(first + 1, len(starts)):
+            for slack in (0, 1, starts[cut + 1] - starts[cut] - 1 if cut + 1 < len(starts) else 0):
+                data = seg.read(batches[first][0], starts[cut] - start + slack)
+                assert len(data) == starts[cut] - start, (first, cut, slack)
+    assert len(seg.read(1000, 10)) == starts[1]  # at least one batch
+    assert seg.read(1000, 10, min_one=False) == b""
+    seg.close()
+
+
 def test_batches_larger_than_scan_chunk(tmp_path) -> None:
     seg = _segment(tmp_path)
     shapes = [

@@ -1,0 +1,110 @@
+"""`LeaderLink`: a follower's connection to one leader, one request in flight, frames read in place.
+
+Wire format: Kafka's size-delimited frames (INT32 size, then that many bytes).
+A response frame is received straight into a buffer the link keeps (grown
+when a frame needs more), with no copy beyond the kernel's, so the record
+sets of a Fetch response can be decoded as writable views
+(`protocol.fetch_fast`) and appended as they are. asyncio's StreamReader would
+copy every byte twice more (into its buffer, then out of it), and a fresh
+buffer per frame would be paid for in page faults.
+
+Contract: `request` sends one frame and returns the next response frame
+(correlation id first) as a writable memoryview that stays valid only until
+the next `request`: the caller finishes with it (and with every view into
+it) before asking again. A closed connection raises ConnectionResetError, a
+frame larger than `MAX_FRAME` raises ProtocolError. One caller at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import cast
+
+from protocol.errors import ProtocolError
+
+_SIZE = struct.Struct(">i")
+MAX_FRAME = 128 << 20  # well above a Fetch response of max_bytes (16 MiB) plus headers
+
+
+class _FrameReader(asyncio.BufferedProtocol):
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self._size = bytearray(4)
+        self._buffer = bytearray(1 << 16)
+        self._frame: memoryview | None = None
+        self._filled = 0
+        self._waiter: asyncio.Future[memoryview] | None = None
+        self._error: BaseException | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass it
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        target = memoryview(self._size) if self._frame is None else self._frame
+        return target[self._filled :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._filled += nbytes
+        if self._frame is None:
+            if self._filled < 4:
+                return
+            (size,) = _SIZE.unpack(self._size)
+            if not 4 <= size <= MAX_FRAME:
+                self._fail(ProtocolError(f"response frame of {size} bytes"))
+                return
+            if size > len(self._buffer):
+                # a new buffer: views into the old one (a previous frame's) stay valid
+                self._buffer = bytearray(max(size, 2 * len(self._buffer)))
+            self._frame, self._filled = memoryview(self._buffer)[:size], 0
+            return
+        if self._filled < len(self._frame):
+            return
+        frame, self._frame, self._filled = self._frame, None, 0
+        waiter, self._waiter = self._waiter, None
+        if waiter is None or waiter.done():
+            self._fail(ProtocolError("a response frame nobody waited for"))
+            return
+        waiter.set_result(frame)
+
+    def _fail(self, exc: BaseException) -> None:
+        self._error = exc
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(exc)
+        if self.transport is not None:
+            self.transport.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._error is None:
+            self._fail(exc or ConnectionResetError("connection closed by the leader"))
+
+    def next_frame(self) -> asyncio.Future[memoryview]:
+        fut: asyncio.Future[memoryview] = asyncio.get_running_loop().create_future()
+        if self._error is not None:
+            fut.set_exception(self._error)
+        else:
+            self._waiter = fut
+        return fut
+
+
+class LeaderLink:
+    def __init__(self, reader: _FrameReader) -> None:
+        self._reader = reader
+
+    @classmethod
+    async def connect(cls, host: str, port: int) -> LeaderLink:
+        _, reader = await asyncio.get_running_loop().create_connection(_FrameReader, host, port)
+        return cls(reader)
+
+    async def request(self, payload: bytes) -> memoryview:
+        """Send ``payload`` as one frame; the response frame (correlation id, header, body)."""
+        transport = self._reader.transport
+        if transport is None or transport.is_closing():
+            raise ConnectionResetError("connection to the leader is closed")
+        frame = self._reader.next_frame()
+        transport.write(_SIZE.pack(len(payload)) + payload)
+        return await frame
+
+    def close(self) -> None:
+        if self._reader.transport is not None:
+            self._reader.transport.close()
