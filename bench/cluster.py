@@ -18,6 +18,7 @@ Run alone: ``python -m bench.cluster [--records N] [--trials K]``.
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import sys
 import tempfile
@@ -62,15 +63,21 @@ def _failover(cluster: Cluster, trials: int, client: str) -> list[float]:
     ``client``: ``confluent`` (librdkafka) or ``bundled`` (client/), both with
     short retry and reconnect backoffs so their own backoffs (up to 1 s by
     default) stay out of the figure. librdkafka still looks for a new leader
-    only on its 1 s topic scan, so its figure lands on whole seconds after
-    the kill; the bundled client refreshes metadata on every retry.
+    only on its 1 s topic scan, which starts when the producer does: killing
+    right after the warm-up record would put every scan at the same point
+    (about 0.95 s past each whole second after the kill) and the figure on
+    whole seconds; a random wait of up to 1 s before the kill spreads the
+    scans as a real client's would be. The bundled client refreshes metadata
+    on every retry.
     """
     times = []
+    rng = random.Random(trials)
     for _ in range(trials):
         sender = _confluent_sender if client == "confluent" else _bundled_sender
         send, close = sender(cluster.bootstrap)
         send(b"warm")
         leader = partition_metadata(cluster.bootstrap, "fo")[0][0]
+        time.sleep(rng.uniform(0, 1))  # the kill at a random point of the client's 1 s timers
         cluster.kill(leader)
         killed = time.monotonic()
         times.append(send(b"after") - killed)

@@ -44,14 +44,18 @@ def zookeeper_status(port: int, timeout: float = 1.0) -> str:
 def write_zoo_cfg(directory: Path, host: str, port: int) -> Path:
     """``directory/zoo.cfg`` for a standalone ZooKeeper on ``host:port`` with its data in ``directory/data``.
 
-    tickTime is 500 ms so brokers may use session timeouts from 1 s to 10 s;
-    no admin server (it would take port 8080); ``srvr`` tells readiness.
+    tickTime is 100 ms: ZooKeeper expires sessions in buckets of one tick, so a
+    dead broker's session ends within 100 ms of its timeout (failover time is
+    session timeout + that + election). Session timeouts may range from
+    minSessionTimeout (2 ticks) to maxSessionTimeout (20 s, set explicitly:
+    the default, 20 ticks, would be 2 s). No admin server (it would take port
+    8080); ``srvr`` tells readiness.
     """
     data = directory / "data"
     data.mkdir(parents=True, exist_ok=True)
     cfg = directory / "zoo.cfg"
     cfg.write_text(
-        f"tickTime=500\ndataDir={data}\nclientPort={port}\nclientPortAddress={host}\n"
+        f"tickTime=100\ndataDir={data}\nclientPort={port}\nclientPortAddress={host}\n"
         "admin.enableServer=false\n4lw.commands.whitelist=ruok,srvr\nmaxSessionTimeout=20000\n"
     )
     return cfg

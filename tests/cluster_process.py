@@ -21,7 +21,7 @@ from tests.broker_process import BrokerProcess, free_port
 
 QUIET = logging.getLogger("tests.librdkafka")  # librdkafka's connection errors go here, not to stderr
 
-# Short timeouts so failover happens within a test: ZooKeeper bounds sessions to [2, 20] ticks.
+# Short timeouts so failover happens within a test (the ZooKeeper allows 200 ms to 20 s).
 SESSION_TIMEOUT_MS = 6000
 
 
