@@ -805,6 +805,39 @@ class PartitionLog:
         self._remove_snapshots_after(self._leo)
         return self._leo
 
+    def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
+        """Drop every segment and start empty at ``offset`` (log start = HW = LEO = ``offset``).
+
+        For a follower whose log ends below its leader's log start offset (the
+        leader's retention removed what it would fetch next): nothing it holds
+        can be extended, so it restarts where the leader's log starts, as Kafka
+        does. Leader epochs and producer snapshots go with the segments.
+        """
+        self._check_usable()
+        if self._swapping:
+            raise ValueError(f"cannot truncate {self.directory} while a compaction swap is in progress")
+        abort = getattr(self.cleaning, "abort", None)
+        if abort is not None:
+            abort()
+        removed = list(self._segments)
+        try:
+            for r in removed:
+                r.remove_files()
+            self._retire(removed)
+            new = LogSegment.create(
+                self._fs, self.directory, offset, self.config, _now_ms() if now_ms is None else now_ms
+            )
+        except OSError as exc:
+            self._offline = exc
+            raise self._io_error("truncate", exc, "truncation") from exc
+        self._segments, self._bases = [new], [offset]
+        self._dir_gen += 1
+        self._leo = self._log_start = self._hw = self._recovery_point = self._last_roll_offset = offset
+        self._ends.clear()
+        self._hw_segment, self._hw_position = new, 0
+        self._epochs.truncate_from_end(0)
+        self._remove_snapshots_after(-1)
+
     def _remove_snapshots_after(self, offset: int) -> None:
         """Producer-state snapshots above ``offset`` describe records that no longer exist."""
         for name in self._fs.listdir(self.directory):

@@ -77,7 +77,10 @@ def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
                 end = plog.log_end_offset if follower else hw
                 records: bytes | memoryview = b""
                 if p.fetch_offset < start or p.fetch_offset > end:
-                    raise KafkaError("fetch offset out of range", ErrorCode.OFFSET_OUT_OF_RANGE)
+                    # with the log's bounds, so a follower below the log start knows where to restart
+                    parts.append(_partition(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, start))
+                    errored = True
+                    continue
                 left = budget - total
                 if p.fetch_offset < end and (left > 0 or total == 0):
                     records = plog.read(

@@ -16,8 +16,11 @@ link's frame buffer. For every partition it follows from that leader:
    back FENCED/UNKNOWN_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER: wait for the
    cluster metadata to move), append the leader's batches as they are
    (`ReplicaManager.follower_append`), HW = min(leader HW, own LEO).
-   (A follower whose end is below the leader's log start offset, after the
-   leader's retention ran while it was down, is logged and not yet repaired.)
+   A follower whose end is below the leader's log start offset (the leader's
+   retention ran while it was down) drops its log and starts empty at the
+   leader's log start (`PartitionLog.truncate_fully_and_start_at`), or at
+   the base offset of the batch holding it (DeleteRecords moves the log start
+   inside batches), as Kafka does.
 
 `FetcherManager.follow` is called by the cluster side whenever roles change;
 fetchers for leaders we no longer follow anything from are stopped.
@@ -216,20 +219,29 @@ class ReplicaFetcher:
                     r.error_code == ErrorCode.OFFSET_OUT_OF_RANGE
                     and r.log_start_offset > part.log.log_end_offset
                 ):
-                    # the leader's retention removed what we would fetch next; not handled yet
+                    # the leader's retention removed what we would fetch next: start over where it starts
                     log.warning(
-                        "%s-%d: our end offset %d is below the leader's log start %d; cannot catch up",
+                        "%s-%d: our end offset %d is below the leader's log start %d; starting the log there",
                         part.topic,
                         part.index,
                         part.log.log_end_offset,
                         r.log_start_offset,
                     )
+                    part.log.truncate_fully_and_start_at(r.log_start_offset, now_ms)
+                    self.replicas.rebuild_producers(part)
+                    continue
                 if r.error_code:
                     backoff = True
                     continue
                 records = r.records  # a writable view into the response frame: appended without a copy
                 if records:
                     headers = validate_batches(records)
+                    plog, first = part.log, headers[0]
+                    if plog.log_end_offset == plog.log_start_offset and (
+                        first.base_offset < plog.log_end_offset <= first.last_offset
+                    ):
+                        # we started at the leader's log start, which lies inside this batch: start at the batch
+                        plog.truncate_fully_and_start_at(first.base_offset, now_ms)
                     self.replicas.follower_append(part, records, headers, r.high_watermark, now_ms)
                 else:
                     self.replicas.follower_append(part, bytearray(), [], r.high_watermark, now_ms)

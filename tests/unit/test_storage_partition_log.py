@@ -724,3 +724,28 @@ def test_follower_append_keeps_the_leaders_offsets_and_epochs(tmp_path) -> None:
         follower.append_as_follower(again, batches_in(bytes(again)))  # not at the follower's LEO
     leader.close()
     follower.close()
+
+
+def test_truncate_fully_and_start_at_the_leaders_log_start(tmp_path) -> None:
+    """A follower below its leader's log start drops everything and continues from there."""
+    leader = _open(tmp_path / "leader")
+    for epoch in (0, 0, 3, 3, 3, 3, 3, 3):
+        append(leader, make_batch(2, value_size=400), epoch=epoch)
+    assert len(leader.segments) == 2
+    leader.delete_records(12)
+    follower = _open(tmp_path / "follower")
+    append(follower, make_batch(2, value_size=400), epoch=0, hw=True)  # what it had before going down
+    follower.truncate_fully_and_start_at(leader.log_start_offset)
+    assert (follower.log_start_offset, follower.high_watermark, follower.log_end_offset) == (12, 12, 12)
+    assert follower.leader_epochs.entries == []
+    data = bytearray(leader.read(12, 10**6).data)
+    follower.append_as_follower(data, batches_in(bytes(data)))
+    follower.advance_high_watermark(follower.log_end_offset)
+    assert _offsets(follower.read(12, 10**6).data) == _offsets(bytes(data))
+    assert follower.leader_epochs.entries == [(3, 12)]
+    follower.close()
+    reopened = _open(tmp_path / "follower")
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (12, follower.log_end_offset)
+    assert sorted(os.listdir(tmp_path / "follower" / "t-0"))[0].startswith(naming.offset_filename(12))
+    reopened.close()
+    leader.close()
