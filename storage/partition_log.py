@@ -464,8 +464,7 @@ class PartitionLog:
         for; its leader (or, leading alone, the ISR of one) moves it up again.
         """
         self._hw = min(max(offset, self._log_start), self._leo)
-        self._ends.clear()
-        self._hw_segment, self._hw_position = self._position_of(self._hw)
+        self._reposition_high_watermark()
 
     def advance_high_watermark(self, offset: int) -> bool:
         """Move the HW up to ``offset`` (<= LEO); returns whether it moved. Never moves it backwards."""
@@ -476,6 +475,12 @@ class PartitionLog:
         self._hw_segment, self._hw_position = self._position_of(offset)
         self._hw = offset
         return True
+
+    def _reposition_high_watermark(self) -> None:
+        """Find the HW's byte position anew after segments or the HW changed other than by appending;
+        the remembered append ends may describe bytes that are gone."""
+        self._ends.clear()
+        self._hw_segment, self._hw_position = self._position_of(self._hw)
 
     def _segment_index(self, offset: int) -> int:
         return max(0, bisect_right(self._bases, offset) - 1)
@@ -798,8 +803,7 @@ class PartitionLog:
         self._log_start = min(self._log_start, self._leo)
         if self._hw > self._leo:
             self._hw = self._leo
-        self._ends.clear()
-        self._hw_segment, self._hw_position = self._position_of(self._hw)
+        self._reposition_high_watermark()
         self._recovery_point = min(self._recovery_point, self._leo)
         self._epochs.truncate_from_end(self._leo)
         self._remove_snapshots_after(self._leo)
@@ -833,10 +837,9 @@ class PartitionLog:
         self._segments, self._bases = [new], [offset]
         self._dir_gen += 1
         self._leo = self._log_start = self._hw = self._recovery_point = self._last_roll_offset = offset
-        self._ends.clear()
-        self._hw_segment, self._hw_position = new, 0
-        self._epochs.truncate_from_end(0)
-        self._remove_snapshots_after(-1)
+        self._reposition_high_watermark()
+        self._epochs.truncate_from_end(0)  # every entry
+        self._remove_snapshots_after(-1)  # every snapshot
 
     def _remove_snapshots_after(self, offset: int) -> None:
         """Producer-state snapshots above ``offset`` describe records that no longer exist."""
@@ -953,8 +956,7 @@ class PartitionLog:
         self._pending_deletes.append((now_ms + self.config.file_delete_delay_ms, paths))
         self._retire(removed)
         self._dir_gen += 1
-        self._ends.clear()
-        self._hw_segment, self._hw_position = self._position_of(self._hw)
+        self._reposition_high_watermark()
         log.info(
             "%s: deleted %d segment(s) [%d, %d) due to %s; log start offset %d",
             self.directory,
@@ -1064,8 +1066,7 @@ class PartitionLog:
         self._retire(list(sources))
         self._dir_gen += 1
         self._swapping = False
-        self._ends.clear()
-        self._hw_segment, self._hw_position = self._position_of(self._hw)
+        self._reposition_high_watermark()
         self.latest_delete_horizon = delete_horizon  # the cleaning rewrote every segment that can hold one
         return new
 

@@ -61,9 +61,9 @@ _BATCH_LENGTH = struct.Struct(">i")  # at byte 8
 _SCAN_CHUNK = 16 * 1024
 _RECOVERY_CHUNK = 1024 * 1024
 VIEW_MIN_BYTES = 64 * 1024
-_BOUNDARY_BULK_BYTES = 64 * 1024  # `_last_boundary` reads up to this many bytes at once
 """Reads `read(to_send=True)` serves as views of the mapped `.log`: below this a copy costs less
 than mapping the file's new tail."""
+_BOUNDARY_BULK_BYTES = 64 * 1024  # `_last_boundary` reads up to this many bytes at once
 LOG_RESERVE_BYTES = 4 * 1024 * 1024
 """Disk blocks reserved ahead of the active segment's appends (see storage/fs.py); 1 MB to 16 MB
 steps measured alike, so a small one keeps many partitions' reservations small."""

@@ -3,8 +3,9 @@
 `read_snapshot` runs in a worker thread (blocking kazoo calls), in three
 rounds of pipelined requests (a few milliseconds however many partitions
 there are: failover waits for two snapshots, the controller's and then the
-new leader's). Every znode it reads gets a one-shot watch, so any later change triggers another snapshot:
-the cluster applies snapshots level-triggered, newest wins, and a partition
+new leader's). Every znode it reads gets a one-shot watch, so any later
+change triggers another snapshot: the cluster applies snapshots
+level-triggered, newest wins, and a partition
 state is applied only if it is newer than what the broker holds (leader epoch,
 then znode version).
 """
