@@ -13,7 +13,7 @@ PORT ?= 9092
 # Docker's compose v2 plugin if installed, else Debian's docker-compose (v1).
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
-.PHONY: run cluster test test-all test-cluster test-faults fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: run cluster messages test test-all test-cluster test-faults fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -86,6 +86,11 @@ bench-tools:
 # BENCH_ARGS: e.g. --quick, or --suites broker
 bench: $(BENCH_STAMP) bench-tools zookeeper-tools
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# Regenerate protocol/messages/*.py and protocol/api_keys.py from Kafka's message JSON files
+# (apache/kafka clients/src/main/resources/common/message) in KAFKA_MESSAGES. Development only.
+messages: $(TEST_STAMP)
+	$(BIN)/python -m protocol.gen_messages --source $(KAFKA_MESSAGES)
 
 # Coverage-guided fuzzing of the decoders (atheris), FUZZ_SECONDS per target (default 60).
 fuzz: $(TEST_STAMP)

@@ -50,7 +50,13 @@ from broker import registry
 from broker.context import RequestContext
 from broker.frame_pool import new_buffer
 from protocol.errors import ErrorCode, ProtocolError
-from protocol.headers import API_VERSIONS_KEY, RequestHeader, frame_response, parse_request_header
+from protocol.headers import (
+    API_VERSIONS_KEY,
+    RequestHeader,
+    frame_response,
+    parse_request_header,
+    response_header_size,
+)
 from protocol.messages import decode_request, encode_response, encode_response_parts, error_response
 
 if TYPE_CHECKING:
@@ -295,10 +301,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return response
 
     def _encode(self, header: RequestHeader, response: dict[str, Any]) -> list[bytes]:
-        """Size prefix + response header v0 + body, as chunks (record sets are not copied)."""
+        """Size prefix + response header (v0, or v1 for flexible versions) + body, as chunks.
+
+        Record sets are not copied.
+        """
         parts = encode_response_parts(header.api_key, header.api_version, response)
-        size = sum(len(p) for p in parts) + 4
-        return [_I32_PAIR.pack(size, header.correlation_id), *parts]
+        head = response_header_size(header.api_key, header.api_version)
+        size = sum(len(p) for p in parts) + head
+        if head == 4:
+            return [_I32_PAIR.pack(size, header.correlation_id), *parts]
+        return [_I32_PAIR.pack(size, header.correlation_id) + b"\x00", *parts]
 
     def _answer_unsupported_api_versions(self, header: RequestHeader) -> None:
         body = encode_response(

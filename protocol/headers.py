@@ -2,20 +2,22 @@
 
 Request header v1: api_key INT16, api_version INT16, correlation_id INT32,
 client_id NULLABLE_STRING (INT16 length). v2 adds a TAG_BUFFER after client_id
-(client_id keeps its INT16 length even in v2). Only ApiVersions v3+ uses v2
-among the versions minikafka serves.
+(client_id keeps its INT16 length even in v2); a request uses v2 from its API's
+first flexible version on (`protocol.api_keys`).
 
-Response header v0: correlation_id INT32 (ApiVersions answers use v0 always).
+Response header v0: correlation_id INT32. v1 adds a TAG_BUFFER after it, for
+flexible versions of every API except ApiVersions, whose answers use v0 always
+(a client reads them before it knows which versions the broker speaks).
 """
 
 from __future__ import annotations
 
-import io
 import struct
 from dataclasses import dataclass
 
+from protocol.api_keys import API_KEYS
 from protocol.errors import ProtocolError
-from protocol.primitives import TaggedFields
+from protocol.varint import decode_uvarint
 
 _HEAD = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
@@ -34,8 +36,38 @@ class RequestHeader:
 
 
 def uses_flexible_header(api_key: int, api_version: int) -> bool:
-    """Request header v2 applies only to ApiVersions v3+ among the APIs we serve."""
-    return api_key == API_VERSIONS_KEY and api_version >= 3
+    """Whether a request of this API version has header v2 (a flexible version)."""
+    entry = API_KEYS.get(api_key)
+    return entry is not None and entry[4] is not None and api_version >= entry[4]
+
+
+def response_header_size(api_key: int, api_version: int) -> int:
+    """Bytes of the response header after the size prefix: 4 (v0) or 5 (v1, an empty TAG_BUFFER).
+
+    Only for headers we write ourselves; `skip_response_header` reads any v1 header.
+    """
+    if api_key != API_VERSIONS_KEY and uses_flexible_header(api_key, api_version):
+        return 5
+    return 4
+
+
+def skip_tag_buffer(buf: bytes | bytearray | memoryview, pos: int) -> int:
+    """The position after the TAG_BUFFER at ``buf[pos:]``; ProtocolError if it runs past the end."""
+    count, pos = decode_uvarint(buf, pos)
+    for _ in range(count):
+        _tag, pos = decode_uvarint(buf, pos)
+        size, pos = decode_uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise ProtocolError("tagged field exceeds the frame")
+    return pos
+
+
+def skip_response_header(frame: bytes | bytearray | memoryview, api_key: int, api_version: int) -> int:
+    """Where the body of a response frame (size prefix removed) starts."""
+    if api_key == API_VERSIONS_KEY or not uses_flexible_header(api_key, api_version):
+        return 4
+    return skip_tag_buffer(frame, 4)
 
 
 def parse_request_header(frame: bytes | memoryview) -> RequestHeader:
@@ -57,9 +89,7 @@ def parse_request_header(frame: bytes | memoryview) -> RequestHeader:
     elif n != -1:
         raise ProtocolError(f"invalid client_id length {n}")
     if uses_flexible_header(api_key, api_version):
-        stream = io.BytesIO(bytes(frame[pos:]))
-        TaggedFields.parse_stream(stream)
-        pos += stream.tell()
+        pos = skip_tag_buffer(frame, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
@@ -77,6 +107,7 @@ def encode_request_header(
     return out
 
 
-def frame_response(correlation_id: int, body: bytes) -> bytes:
-    """Size prefix + response header v0 + body."""
-    return _I32.pack(len(body) + 4) + _I32.pack(correlation_id) + body
+def frame_response(correlation_id: int, body: bytes, flexible: bool = False) -> bytes:
+    """Size prefix + response header (v1 if `flexible`, else v0) + body."""
+    head = _I32.pack(correlation_id) + (b"\x00" if flexible else b"")
+    return _I32.pack(len(body) + len(head)) + head + body

@@ -31,6 +31,7 @@ bounds the request rate when clients send small requests (linger.ms=0).
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from construct import Container, ListContainer
 
@@ -99,3 +100,45 @@ def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) ->
     except struct.error:
         raise ProtocolError(f"produce request truncated at byte {pos} of {end}") from None
     return Container(transactional_id=transactional_id, acks=acks, timeout_ms=timeout_ms, topic_data=topics)
+
+
+# -- the hot path: responses built with precompiled structs ----------------------------------------
+_PARTITION_V3 = struct.Struct(">ihqq")  # index, error_code, base_offset, log_append_time_ms
+_PARTITION_V5 = struct.Struct(">ihqqq")  # ... log_start_offset
+
+
+def encode_response_parts(version: int, obj: dict[str, Any]) -> list[bytes]:
+    """The response as one chunk, byte for byte what the schema's RESPONSE[version] builds, without construct.
+
+    Called for every Produce answer (protocol.messages.encode_response_parts);
+    struct and type errors become ProtocolError there, and a topic name over
+    32767 UTF-8 bytes raises it here, as the schema's String does.
+    """
+    if version not in VERSIONS:
+        raise ProtocolError(f"Produce v{version} has no fast encoder")
+    out = bytearray()
+    topics = obj["responses"]
+    out += _I32.pack(len(topics))
+    for topic in topics:
+        name = topic["name"].encode("utf-8")
+        if len(name) > 0x7FFF:
+            raise ProtocolError(f"string too long: {len(name)}")
+        out += _I16.pack(len(name))
+        out += name
+        parts = topic["partition_responses"]
+        out += _I32.pack(len(parts))
+        for p in parts:
+            if version >= 5:
+                out += _PARTITION_V5.pack(
+                    p["index"],
+                    p["error_code"],
+                    p["base_offset"],
+                    p["log_append_time_ms"],
+                    p["log_start_offset"],
+                )
+            else:
+                out += _PARTITION_V3.pack(
+                    p["index"], p["error_code"], p["base_offset"], p["log_append_time_ms"]
+                )
+    out += _I32.pack(obj["throttle_time_ms"])
+    return [bytes(out)]

@@ -1,69 +1,349 @@
-"""A small declarative layer that turns Kafka's versioned field lists into construct Structs.
+"""Kafka's versioned message definitions as construct schemas, one per version.
 
-A message is declared once as a list of `Field`s, each valid for a version range
-(like the `versions` in Kafka's message JSON). `build_struct(fields, version)`
-keeps the fields valid for that version and nests `ArrayOf` element structs, so
-every supported version gets its own construct `Struct`.
+A message is declared once as a list of `F` fields, in the notation of Kafka's
+message JSON (`clients/src/main/resources/common/message/`): each field has a
+type, the versions it exists in (``"3+"``, ``"0-12"``, ``"none"``), the
+versions in which it may be null, and, for tagged fields, its tag and tagged
+versions. `message_versions(fields, lo, hi, flexible)` turns that into
+``{version: Message}``; the modules of `protocol.messages` are generated from
+Kafka's JSON by `protocol.gen_messages` in this notation.
 
-Example::
+Field types: "int8", "int16", "int32", "int64", "uint16", "uint32", "float64",
+"bool", "string", "bytes", "records", "uuid", ``Arr(type)`` (an array of a
+primitive), ``Arr(F, ...)`` (an array of structs) and ``Obj(F, ...)`` (one
+nested struct).
 
-    FIELDS = [
-        Field("transactional_id", NullableString, 3),
-        Field("acks", Int16),
-        Field("topic_data", ArrayOf(Field("name", String), ...)),
-    ]
-    REQUEST = {v: build_struct(FIELDS, v) for v in range(3, 8)}
+Encodings (KIP-482): in a flexible version strings, bytes, records and arrays
+use compact forms (UNSIGNED_VARINT length + 1, 0 meaning null) and every
+struct, the message itself included, ends with a TAG_BUFFER holding its tagged
+fields, ordered by tag. A field may opt out of compact forms with its own
+``flexible`` range (the request header's client_id does).
+
+Values: decoded messages are construct `Container`s with snake_case keys;
+uuids are `uuid.UUID`; absent tagged fields decode to their defaults. Building
+takes plain dicts: a missing key (regular or tagged) is written as the field's
+default (Kafka's ``default`` or the zero of its type), a tagged field equal to
+its default is not written, and unknown tags are skipped when parsing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import io
+import uuid
+from dataclasses import dataclass, field
 from typing import Any
 
-from construct import Construct, Struct
+from construct import Construct, Container, Float64b, Int16ub, Int32ub, SizeofError, Struct
 
-from protocol.primitives import Array
+from protocol.errors import ProtocolError
+from protocol.primitives import (
+    ArrayCon,
+    Bool,
+    BytesCon,
+    Int8,
+    Int16,
+    Int32,
+    Int64,
+    StringCon,
+    read_uvarint,
+    remaining,
+    write_uvarint,
+)
+
+__all__ = ["F", "Arr", "Obj", "Message", "Uuid", "message_versions", "parse_versions", "ZERO_UUID"]
+
+ZERO_UUID = uuid.UUID(int=0)
+_MISSING = object()
+_TOP = 1 << 15  # above every version
+
+
+def parse_versions(spec: str | None) -> tuple[int, int] | None:
+    """Kafka's version range notation: "3+", "0-12", "5", "none" (None) -> (lo, hi) inclusive."""
+    if spec is None or spec == "none":
+        return None
+    if spec.endswith("+"):
+        return int(spec[:-1]), _TOP
+    if "-" in spec:
+        lo, hi = spec.split("-")
+        return int(lo), int(hi)
+    return int(spec), int(spec)
+
+
+def _within(rng: tuple[int, int] | None, version: int) -> bool:
+    return rng is not None and rng[0] <= version <= rng[1]
 
 
 @dataclass(frozen=True)
-class ArrayOf:
-    """An array whose elements are structs of the given fields."""
+class Arr:
+    """An array of a primitive type name, or of structs made of the given fields."""
 
-    fields: tuple[Field, ...]
-    nullable: bool = False
+    element: str | tuple[F, ...]
 
-    def __init__(self, *fields: Field, nullable: bool = False) -> None:
+    def __init__(self, *element: Any) -> None:
+        value = element[0] if len(element) == 1 and isinstance(element[0], str) else tuple(element)
+        object.__setattr__(self, "element", value)
+
+
+@dataclass(frozen=True)
+class Obj:
+    """One nested struct (not an array) made of the given fields."""
+
+    fields: tuple[F, ...]
+
+    def __init__(self, *fields: F) -> None:
         object.__setattr__(self, "fields", fields)
-        object.__setattr__(self, "nullable", nullable)
 
 
 @dataclass(frozen=True)
-class Field:
-    """One field, present in versions min_version..max_version inclusive."""
+class F:
+    """One field of a message, in Kafka's JSON terms (see the module docstring)."""
 
     name: str
-    kind: Construct | ArrayOf
-    min_version: int = 0
-    max_version: int = 999
+    kind: str | Arr | Obj
+    versions: str = "0+"
+    nullable: str | None = None
+    tag: int | None = None
+    tagged: str | None = None
+    default: Any = _MISSING
+    flexible: str | None = None  # overrides the message's flexible versions for this field
+    _ranges: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
-
-def _construct_for(kind: Construct | ArrayOf, version: int) -> Construct:
-    if isinstance(kind, ArrayOf):
-        return Array(build_struct(kind.fields, version), nullable=kind.nullable)
-    return kind
-
-
-def build_struct(fields: tuple[Field, ...] | list[Field], version: int) -> Struct:
-    """The construct Struct for `version`: the fields valid at that version, in order."""
-    return Struct(
-        *(
-            f.name / _construct_for(f.kind, version)
-            for f in fields
-            if f.min_version <= version <= f.max_version
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self,
+            "_ranges",
+            (parse_versions(self.versions), parse_versions(self.nullable), parse_versions(self.tagged)),
         )
-    )
+
+    def present(self, version: int) -> bool:
+        return _within(self._ranges[0], version)
+
+    def nullable_at(self, version: int) -> bool:
+        return _within(self._ranges[1], version)
+
+    def tagged_at(self, version: int) -> bool:
+        return _within(self._ranges[2], version)
 
 
-def versions(fields: list[Field], lo: int, hi: int) -> dict[int, Any]:
-    """{version: Struct} for every version in lo..hi."""
-    return {v: build_struct(fields, v) for v in range(lo, hi + 1)}
+class UuidCon(Construct):
+    """UUID: 16 bytes, as `uuid.UUID`."""
+
+    def _parse(self, stream, context, path):  # type: ignore[no-untyped-def]
+        data = stream.read(16)
+        if len(data) != 16:
+            raise ProtocolError("uuid cut short")
+        return uuid.UUID(bytes=data)
+
+    def _build(self, obj, stream, context, path):  # type: ignore[no-untyped-def]
+        if isinstance(obj, uuid.UUID):
+            stream.write(obj.bytes)
+        elif isinstance(obj, bytes | bytearray) and len(obj) == 16:
+            stream.write(obj)
+        else:
+            raise ProtocolError(f"not a uuid: {obj!r}")
+        return obj
+
+    def _sizeof(self, context, path):  # type: ignore[no-untyped-def]
+        return 16
+
+
+Uuid = UuidCon()
+
+_FIXED: dict[str, Construct] = {
+    "int8": Int8,
+    "int16": Int16,
+    "int32": Int32,
+    "int64": Int64,
+    "uint16": Int16ub,
+    "uint32": Int32ub,
+    "float64": Float64b,
+    "bool": Bool,
+    "uuid": Uuid,
+}
+_ZERO: dict[str, Any] = {
+    "int8": 0,
+    "int16": 0,
+    "int32": 0,
+    "int64": 0,
+    "uint16": 0,
+    "uint32": 0,
+    "float64": 0.0,
+    "bool": False,
+    "uuid": ZERO_UUID,
+    "string": "",
+    "bytes": b"",
+    "records": None,
+}
+_LENGTHED: dict[tuple[str, bool, bool], Construct] = {}
+
+
+def _lengthed(kind: str, nullable: bool, compact: bool) -> Construct:
+    key = (kind, nullable, compact)
+    con = _LENGTHED.get(key)
+    if con is None:
+        if kind == "string":
+            con = StringCon(0 if compact else 2, nullable=nullable, compact=compact)
+        else:  # bytes, records
+            con = BytesCon(0 if compact else 4, nullable=nullable, compact=compact)
+        _LENGTHED[key] = con
+    return con
+
+
+def _primitive(kind: str, nullable: bool, compact: bool) -> Construct:
+    if kind in _FIXED:
+        return _FIXED[kind]
+    if kind in ("string", "bytes"):
+        return _lengthed(kind, nullable, compact)
+    if kind == "records":
+        return _lengthed("bytes", True, compact)
+    raise ValueError(f"unknown field type {kind!r}")
+
+
+@dataclass(frozen=True)
+class _Slot:
+    name: str
+    con: Construct
+    default: Any
+
+
+class Message(Struct):  # type: ignore[misc]
+    """A struct of one message version: regular fields in order, then (flexible) a TAG_BUFFER.
+
+    It is a construct `Struct` (its `subcons` are the regular fields) whose
+    parsing and building also handle defaults and tagged fields.
+    """
+
+    def __init__(self, regular: list[_Slot], tagged: dict[int, _Slot], flexible: bool) -> None:
+        super().__init__(*(s.name / s.con for s in regular))
+        self.regular = regular
+        self.tagged = tagged
+        self.flexible = flexible
+
+    def _parse(self, stream, context, path):  # type: ignore[no-untyped-def]
+        obj = Container()
+        for slot in self.regular:
+            obj[slot.name] = slot.con._parsereport(stream, context, path)
+        if self.flexible:
+            count = read_uvarint(stream)
+            if count > remaining(stream):
+                raise ProtocolError(f"tagged field count {count} exceeds the bytes left")
+            last = -1
+            for _ in range(count):
+                tag = read_uvarint(stream)
+                size = read_uvarint(stream)
+                if tag <= last:
+                    raise ProtocolError(f"tagged fields out of order: {tag} after {last}")
+                last = tag
+                if size > remaining(stream):
+                    raise ProtocolError(f"tagged field size {size} exceeds the bytes left")
+                data = stream.read(size)
+                slot = self.tagged.get(tag)
+                if slot is None:
+                    continue
+                sub = io.BytesIO(data)
+                obj[slot.name] = slot.con._parsereport(sub, context, path)
+                if sub.tell() != size:
+                    raise ProtocolError(f"tagged field {slot.name} has {size - sub.tell()} bytes left over")
+            for slot in self.tagged.values():
+                if slot.name not in obj:
+                    obj[slot.name] = _fresh(slot.default)
+        return obj
+
+    def _build(self, obj, stream, context, path):  # type: ignore[no-untyped-def]
+        if obj is None:
+            obj = {}
+        get = obj.get
+        for slot in self.regular:
+            value = get(slot.name, _MISSING)
+            slot.con._build(slot.default if value is _MISSING else value, stream, context, path)
+        if self.flexible:
+            chunks: list[tuple[int, bytes]] = []
+            for tag, slot in sorted(self.tagged.items()):
+                value = get(slot.name, _MISSING)
+                if value is _MISSING or value is None and slot.default is None:
+                    continue
+                data = _encode(slot.con, value, context, path)
+                if data != _encode(slot.con, slot.default, context, path):
+                    chunks.append((tag, data))
+            write_uvarint(stream, len(chunks))
+            for tag, data in chunks:
+                write_uvarint(stream, tag)
+                write_uvarint(stream, len(data))
+                stream.write(data)
+        return obj
+
+    def _sizeof(self, context, path):  # type: ignore[no-untyped-def]
+        raise SizeofError("variable size")
+
+
+def _encode(con: Construct, value: Any, context: Any, path: Any) -> bytes:
+    out = io.BytesIO()
+    con._build(value, out, context, path)
+    return out.getvalue()
+
+
+def _fresh(default: Any) -> Any:
+    """A default safe to hand out: containers are copied, not shared."""
+    if isinstance(default, list):
+        return list(default)
+    if isinstance(default, dict):
+        return Container(default)
+    return default
+
+
+def _default(f: F, version: int) -> Any:
+    nullable = f.nullable_at(version)
+    if f.default is not _MISSING:
+        if f.default is None and not nullable:
+            raise ValueError(f"{f.name}: null default for a non-nullable field")
+        return f.default
+    if isinstance(f.kind, Arr):
+        return []
+    if isinstance(f.kind, Obj):
+        return {s.name: s.default for s in _slots(f.kind.fields, version, False)[0]}
+    return _ZERO[f.kind]
+
+
+def _construct(f: F, version: int, flexible: bool) -> Construct:
+    compact = flexible if f.flexible is None else _within(parse_versions(f.flexible), version)
+    nullable = f.nullable_at(version)
+    kind = f.kind
+    if isinstance(kind, Obj):
+        return _message(kind.fields, version, flexible)
+    if isinstance(kind, Arr):
+        element = kind.element
+        if isinstance(element, str):
+            sub = _primitive(element, False, compact)
+        else:
+            sub = _message(element, version, flexible)
+        return ArrayCon(sub, nullable=nullable, compact=compact)
+    return _primitive(kind, nullable, compact)
+
+
+def _slots(
+    fields: tuple[F, ...] | list[F], version: int, flexible: bool
+) -> tuple[list[_Slot], dict[int, _Slot]]:
+    regular: list[_Slot] = []
+    tagged: dict[int, _Slot] = {}
+    for f in fields:
+        if not f.present(version):
+            continue
+        slot = _Slot(f.name, _construct(f, version, flexible), _default(f, version))
+        if flexible and f.tagged_at(version):
+            if f.tag is None:
+                raise ValueError(f"{f.name}: tagged without a tag")
+            tagged[f.tag] = slot
+        else:
+            regular.append(slot)
+    return regular, tagged
+
+
+def _message(fields: tuple[F, ...] | list[F], version: int, flexible: bool) -> Message:
+    regular, tagged = _slots(fields, version, flexible)
+    return Message(regular, tagged, flexible)
+
+
+def message_versions(fields: list[F], lo: int, hi: int, flexible: str | None) -> dict[int, Message]:
+    """{version: Message} for every version in lo..hi; flexible from the `flexible` range on."""
+    rng = parse_versions(flexible)
+    return {v: _message(fields, v, _within(rng, v)) for v in range(lo, hi + 1)}

@@ -1,7 +1,8 @@
 """Request/response schemas, one module per API, and the codec entry points.
 
-Each module defines `API_KEY`, `NAME`, `REQUEST` and `RESPONSE`: dicts from
-version to a construct `Struct`. Decoded messages are construct `Container`s
+Each module is generated from Kafka's message JSON (`protocol.gen_messages`)
+and defines `API_KEY`, `NAME`, `VERSIONS`, `FLEXIBLE`, `REQUEST` and `RESPONSE`:
+dicts from version to a `protocol.schema.Message` (a construct `Struct`). Decoded messages are construct `Container`s
 (dict-like, attribute access) with snake_case field names taken from Kafka's
 message definitions; responses are built from plain dicts with the same names.
 Record sets stay opaque `bytes`.
@@ -9,6 +10,7 @@ Record sets stay opaque `bytes`.
 
 from __future__ import annotations
 
+import importlib
 import io
 import struct
 from types import ModuleType
@@ -16,82 +18,27 @@ from typing import Any
 
 from construct import ConstructError, Container
 
+from protocol import fetch_fast, produce_fast
+from protocol.api_keys import API_KEYS
 from protocol.errors import ProtocolError
 from protocol.fetch_fast import VERSIONS as FETCH_FAST_VERSIONS
 from protocol.fetch_fast import decode_fetch_request
-from protocol.messages import (
-    add_offsets_to_txn,
-    add_partitions_to_txn,
-    alter_configs,
-    api_versions,
-    create_partitions,
-    create_topics,
-    delete_groups,
-    delete_records,
-    delete_topics,
-    describe_configs,
-    describe_groups,
-    end_txn,
-    fetch,
-    find_coordinator,
-    heartbeat,
-    incremental_alter_configs,
-    init_producer_id,
-    join_group,
-    leave_group,
-    list_groups,
-    list_offsets,
-    metadata,
-    offset_commit,
-    offset_fetch,
-    offset_for_leader_epoch,
-    produce,
-    sasl_authenticate,
-    sasl_handshake,
-    sync_group,
-    txn_offset_commit,
-)
 from protocol.produce_fast import VERSIONS as PRODUCE_FAST_VERSIONS
 from protocol.produce_fast import decode_produce_request
 
 MODULES: dict[int, ModuleType] = {
-    m.API_KEY: m
-    for m in (
-        produce,
-        fetch,
-        list_offsets,
-        metadata,
-        offset_commit,
-        offset_fetch,
-        find_coordinator,
-        join_group,
-        heartbeat,
-        leave_group,
-        sync_group,
-        describe_groups,
-        list_groups,
-        sasl_handshake,
-        api_versions,
-        create_topics,
-        delete_topics,
-        delete_records,
-        alter_configs,
-        incremental_alter_configs,
-        init_producer_id,
-        offset_for_leader_epoch,
-        add_partitions_to_txn,
-        add_offsets_to_txn,
-        end_txn,
-        txn_offset_commit,
-        describe_configs,
-        sasl_authenticate,
-        create_partitions,
-        delete_groups,
-    )
+    key: importlib.import_module(f"protocol.messages.{module}")
+    for key, (_, module, *_rest) in API_KEYS.items()
 }
 
 # {api_key: Kafka's API name} for logs and errors, e.g. API_NAMES[0] == "Produce".
 API_NAMES: dict[int, str] = {key: m.NAME for key, m in MODULES.items()}
+
+# Hand-written encoders of the hot responses: {api_key: (versions they cover, encoder)}.
+_FAST_ENCODERS = {
+    0: (produce_fast.VERSIONS, produce_fast.encode_response_parts),
+    1: (fetch_fast.VERSIONS, fetch_fast.encode_response_parts),
+}
 
 
 def register(module: ModuleType) -> None:
@@ -163,13 +110,12 @@ def encode_response(api_key: int, version: int, obj: dict[str, Any]) -> bytes:
 def encode_response_parts(api_key: int, version: int, obj: dict[str, Any]) -> list[bytes]:
     """The response body as chunks to write in order (same bytes as `encode_response`).
 
-    APIs whose responses carry large record sets (Fetch) define
-    `encode_response_parts` in their module to avoid copying them; the rest
-    are built by their construct schema as one chunk.
+    Produce and Fetch responses of the versions `_FAST_ENCODERS` covers are
+    built with precompiled structs (Fetch's record sets are not copied); the
+    rest are built by their construct schema as one chunk.
     """
-    module = MODULES.get(api_key)
-    fast = getattr(module, "encode_response_parts", None)
-    if fast is None:
+    versions, fast = _FAST_ENCODERS.get(api_key, ((), None))
+    if fast is None or version not in versions:
         return [encode_response(api_key, version, obj)]
     try:
         return fast(version, obj)

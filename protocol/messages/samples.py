@@ -22,6 +22,7 @@ Only `error_response` (answers to failed requests) uses this outside tests.
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -29,8 +30,19 @@ from typing import Any, Literal
 from construct import Construct, Flag, FormatField, Renamed, Struct
 
 from protocol.primitives import ArrayCon, BytesCon, StringCon, TaggedFieldsCon, UVarIntCon
+from protocol.schema import Message, UuidCon
 
-__all__ = ["Scalar", "Seq", "Record", "Node", "Variant", "VARIANTS", "shape", "example", "all_schemas"]
+__all__ = [
+    "Scalar",
+    "Seq",
+    "Record",
+    "Node",
+    "Variant",
+    "VARIANTS",
+    "shape",
+    "example",
+    "all_schemas",
+]
 
 Variant = Literal["full", "null", "empty"]
 VARIANTS: tuple[Variant, ...] = ("full", "null", "empty")
@@ -38,8 +50,8 @@ VARIANTS: tuple[Variant, ...] = ("full", "null", "empty")
 
 @dataclass(frozen=True)
 class Scalar:
-    """A leaf. kind: "int" (signed, `bits` wide), "uint" (unsigned varint, 32 bits),
-    "bool", "string", "bytes" or "tags" (a TAG_BUFFER as {tag: bytes}).
+    """A leaf. kind: "int" (signed, `bits` wide), "uint" (unsigned, `bits` wide), "uuid",
+    "float" (float64), "bool", "string", "bytes" or "tags" (a TAG_BUFFER as {tag: bytes}).
     `compact`: a string/bytes length is an UNSIGNED_VARINT(len + 1)."""
 
     kind: str
@@ -59,7 +71,7 @@ class Seq:
 
 @dataclass(frozen=True)
 class Record:
-    """A Struct: named fields in wire order."""
+    """A Struct: named fields in wire order (a Message's tagged fields last, by tag)."""
 
     fields: tuple[tuple[str, Node], ...]
 
@@ -67,19 +79,27 @@ class Record:
 Node = Scalar | Seq | Record
 
 
-def shape(con: Construct) -> Node:
-    """Describe a construct built from our primitives; TypeError for anything else."""
+def shape(con: Construct, tagged: bool = True) -> Node:
+    """Describe a construct built from our primitives; TypeError for anything else.
+
+    With ``tagged=False`` a Message's tagged fields are left out.
+    """
+    if isinstance(con, Message):
+        named = [(slot.name, shape(slot.con, tagged)) for slot in con.regular]
+        if tagged:
+            named += [(slot.name, shape(slot.con, tagged)) for _, slot in sorted(con.tagged.items())]
+        return Record(tuple(named))
     if isinstance(con, Struct):
         fields = []
         for sub in con.subcons:
             if not isinstance(sub, Renamed) or not sub.name:
                 raise TypeError(f"unnamed field in {con!r}")
-            fields.append((sub.name, shape(sub.subcon)))
+            fields.append((sub.name, shape(sub.subcon, tagged)))
         return Record(tuple(fields))
     if isinstance(con, Renamed):
-        return shape(con.subcon)
+        return shape(con.subcon, tagged)
     if isinstance(con, ArrayCon):
-        return Seq(shape(con.subcon), con.nullable, con.compact)
+        return Seq(shape(con.subcon, tagged), con.nullable, con.compact)
     if isinstance(con, StringCon):
         return Scalar("string", nullable=con.nullable, compact=con.compact)
     if isinstance(con, BytesCon):
@@ -88,6 +108,12 @@ def shape(con: Construct) -> Node:
         return Scalar("tags")
     if isinstance(con, UVarIntCon):
         return Scalar("uint", bits=32)
+    if isinstance(con, UuidCon):
+        return Scalar("uuid")
+    if isinstance(con, FormatField) and con.fmtstr in (">H", ">I"):
+        return Scalar("uint", bits=8 * struct.calcsize(con.fmtstr))
+    if isinstance(con, FormatField) and con.fmtstr == ">d":
+        return Scalar("float")
     if isinstance(con, type(Flag)):  # construct exports Flag as an instance
         return Scalar("bool")
     if isinstance(con, FormatField) and con.fmtstr in (">b", ">h", ">i", ">l", ">q"):
@@ -118,7 +144,11 @@ def _leaf(node: Scalar, name: str, variant: Variant, values: _Values) -> Any:
         # Golden-ratio stride: spreads leaves over the full range, sign bit included.
         return lo + (n * 0x9E3779B97F4A7C15) % span
     if node.kind == "uint":
-        return 0 if empty else (n * 0x9E3779B1) % (1 << 32)
+        return 0 if empty else (n * 0x9E3779B1) % (1 << node.bits)
+    if node.kind == "uuid":
+        return uuid.UUID(int=0) if empty else uuid.UUID(int=(n * 0x9E3779B97F4A7C15) % (1 << 128))
+    if node.kind == "float":
+        return 0.0 if empty else n * -1.5
     if node.kind == "bool":
         return False if empty else n % 2 == 1
     if node.kind == "string":
@@ -142,9 +172,12 @@ def _example(node: Node, name: str, variant: Variant, values: _Values) -> Any:
     return _leaf(node, name, variant, values)
 
 
-def example(con: Construct | Node, variant: Variant = "full") -> Any:
-    """An object `con.build` accepts, shaped by `variant` (see the module docstring)."""
-    node = con if isinstance(con, Scalar | Seq | Record) else shape(con)
+def example(con: Construct | Node, variant: Variant = "full", tagged: bool = True) -> Any:
+    """An object `con.build` accepts, shaped by `variant` (see the module docstring).
+
+    With ``tagged=False`` tagged fields are left out (they are built as their defaults).
+    """
+    node = con if isinstance(con, Scalar | Seq | Record) else shape(con, tagged)
     return _example(node, "", variant, _Values())
 
 

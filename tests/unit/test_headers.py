@@ -73,7 +73,8 @@ def test_unknown_api_versions_version_still_uses_v2_header() -> None:
     assert parse_request_header(frame).size == 11
     assert uses_flexible_header(18, 4)
     assert not uses_flexible_header(18, 2)
-    assert not uses_flexible_header(1, 12)
+    assert uses_flexible_header(1, 12)
+    assert not uses_flexible_header(1, 11)
 
 
 @pytest.mark.parametrize(

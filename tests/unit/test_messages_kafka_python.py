@@ -16,8 +16,8 @@ Known oracle quirks handled here:
   (its UNSUPPORTED_VERSION fallback), so ApiVersions response samples use error_code 0.
 - DescribeGroupsResponse patches authorized_operations to a "bitfield": a set of
   bit numbers, None for INT32 MIN_VALUE ("not requested"); we convert both ways.
-- Flexible messages (ApiVersions v3 only): tag buffers are left empty, since
-  kafka-python maps known tags to named fields.
+- Flexible messages: kafka-python maps known tags to named fields, as we do;
+  both write a tagged field only when it differs from its default.
 - Objects from ApiMessage.decode lack the `_header` slot that encode() reads;
   the test sets it to None before re-encoding.
 """
@@ -90,6 +90,19 @@ def _legacy_classes() -> dict[tuple[int, int, str], type]:
 
 CLASSES = _message_classes()
 LEGACY = _legacy_classes()
+# Legacy classes that disagree with Kafka's JSON (and with their own ApiMessage twin).
+LEGACY_WRONG = {
+    (
+        35,
+        0,
+        "request",
+    ): "kafka.protocol.old's DescribeLogDirsRequest_v0 has partitions as one INT32, not an array",
+}
+# kafka-python names every authorized-operations bitfield "authorized_operations".
+_THEIR_NAMES = {
+    "topic_authorized_operations": "authorized_operations",
+    "cluster_authorized_operations": "authorized_operations",
+}
 
 
 def _their_class(key: int, version: int, kind: str) -> type[ApiMessage]:
@@ -103,15 +116,7 @@ def _their_class(key: int, version: int, kind: str) -> type[ApiMessage]:
 
 def oracle_sample(key: int, schema: Any, variant: samples.Variant) -> Any:
     """samples.example, adjusted for the oracle quirks listed in the module docstring."""
-
-    def clear_tags(obj: Any) -> Any:
-        if isinstance(obj, dict):
-            return {k: ({} if k == "tagged_fields" else clear_tags(v)) for k, v in obj.items()}
-        if isinstance(obj, list):
-            return [clear_tags(v) for v in obj]
-        return obj
-
-    obj = clear_tags(samples.example(schema, variant))
+    obj = samples.example(schema, variant)
     if key == 18 and "api_keys" in obj:
         obj["error_code"] = 0
     return obj
@@ -134,10 +139,18 @@ def _from_bits(bits: set[int] | None) -> int:
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
+def _fields_at(struct: Any, version: int) -> list[Any]:
+    """Their fields of `version` in our order: regular ones, then tagged ones."""
+    return [
+        *struct.untagged_fields(version),
+        *sorted(struct.tagged_fields(version)._fields, key=lambda f: f.tag),
+    ]
+
+
 def to_theirs(struct: Any, version: int, obj: dict[str, Any]) -> dict[str, Any]:
     """Our dict -> keyword arguments for their data class (nested data-class instances)."""
     kwargs: dict[str, Any] = {}
-    for field in struct.untagged_fields(version):
+    for field in _fields_at(struct, version):
         value = obj[field.name]
         if field.is_struct_array():
             inner = field.array_of
@@ -161,7 +174,7 @@ def to_theirs(struct: Any, version: int, obj: dict[str, Any]) -> dict[str, Any]:
 def from_theirs(struct: Any, version: int, item: Any) -> dict[str, Any]:
     """Their decoded data class -> our dict shape (untagged fields only)."""
     out: dict[str, Any] = {}
-    for field in struct.untagged_fields(version):
+    for field in _fields_at(struct, version):
         value = getattr(item, field.name)
         if field.is_struct_array():
             value = None if value is None else [from_theirs(field.array_of, version, v) for v in value]
@@ -173,6 +186,15 @@ def from_theirs(struct: Any, version: int, item: Any) -> dict[str, Any]:
             value = bytes(value)
         out[field.name] = value
     return out
+
+
+def their_names(obj: Any) -> Any:
+    """Our object with keys renamed as kafka-python names them (_THEIR_NAMES)."""
+    if isinstance(obj, dict):
+        return {_THEIR_NAMES.get(k, k): their_names(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [their_names(v) for v in obj]
+    return obj
 
 
 def without_tags(obj: Any) -> Any:
@@ -187,7 +209,7 @@ def without_tags(obj: Any) -> Any:
 def field_names(struct: Any, version: int) -> list[Any]:
     """Their field-name tree: [name, ...] with (name, subtree) for struct arrays/structs."""
     names: list[Any] = []
-    for field in struct.untagged_fields(version):
+    for field in _fields_at(struct, version):
         if field.is_struct_array():
             names.append((field.name, field_names(field.array_of, version)))
         elif field.is_struct():
@@ -204,6 +226,7 @@ def our_field_names(node: samples.Node) -> list[Any]:
         if name == "tagged_fields":
             continue
         element = sub.element if isinstance(sub, samples.Seq) else sub
+        name = _THEIR_NAMES.get(name, name)
         names.append((name, our_field_names(element)) if isinstance(element, samples.Record) else name)
     return names
 
@@ -233,7 +256,7 @@ def test_theirs_to_ours(entry: tuple[int, int, str, Any], variant: samples.Varia
     key, version, kind, schema = entry
     cls = _their_class(key, version, kind)
     obj = oracle_sample(key, schema, variant)
-    theirs = cls(version=version, **to_theirs(cls._struct, version, obj)).encode(version=version)
+    theirs = cls(version=version, **to_theirs(cls._struct, version, their_names(obj))).encode(version=version)
     decoded = decode(kind, key, version, theirs)
     assert without_tags(decoded) == without_tags(obj)
     assert encode(kind, key, version, decoded) == theirs
@@ -249,7 +272,7 @@ def test_ours_to_theirs(entry: tuple[int, int, str, Any], variant: samples.Varia
     obj = oracle_sample(key, schema, variant)
     ours = encode(kind, key, version, obj)
     theirs = cls.decode(ours, version=version)
-    assert from_theirs(cls._struct, version, theirs) == without_tags(obj)
+    assert from_theirs(cls._struct, version, theirs) == their_names(without_tags(obj))
     theirs._header = None  # decode() leaves this slot unset and encode() reads it
     assert theirs.encode(version=version) == ours
 
@@ -266,13 +289,20 @@ def test_legacy_classes_reencode_our_bytes(
     cls = LEGACY.get((key, version, kind))
     if cls is None:
         pytest.skip(f"kafka.protocol.old has no {API_NAMES[key]} {kind} v{version} class")
+    if (key, version, kind) in LEGACY_WRONG:
+        pytest.skip(LEGACY_WRONG[(key, version, kind)])
     ours = encode(kind, key, version, oracle_sample(key, schema, variant))
     assert cls.decode(ours).encode() == ours
 
 
-def test_oracle_covers_every_schema() -> None:
-    """Every schema we define has an ApiMessage class (no skips in the primary oracle)."""
-    missing = [
-        _id(e) for e in SCHEMAS if (e[0], e[2]) not in CLASSES or e[1] > CLASSES[(e[0], e[2])].max_version
-    ]
-    assert missing == []
+def test_oracle_covers_every_schema_but_the_new_group_protocol() -> None:
+    """Every schema has an ApiMessage class, except KIP-848's (kafka-python 3.0 has none).
+
+    Those are checked against vectors built from Kafka's JSON (test_kafka_vectors.py).
+    """
+    missing = {
+        API_NAMES[e[0]]
+        for e in SCHEMAS
+        if (e[0], e[2]) not in CLASSES or e[1] > CLASSES[(e[0], e[2])].max_version
+    }
+    assert missing == {"ConsumerGroupHeartbeat", "ConsumerGroupDescribe"}
