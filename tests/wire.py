@@ -6,7 +6,7 @@ import socket
 import struct
 from typing import Any
 
-from protocol.headers import encode_request_header
+from protocol.headers import encode_request_header, skip_response_header
 from protocol.messages import decode_response, encode_request
 
 
@@ -44,7 +44,7 @@ class RawClient:
         (cid,) = struct.unpack_from(">i", frame)
         if correlation is not None:
             assert cid == correlation, (cid, correlation)
-        return decode_response(api_key, version, frame[4:])
+        return decode_response(api_key, version, frame[skip_response_header(frame, api_key, version) :])
 
     def request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
         return self.recv(api_key, version, self.send(api_key, version, body))

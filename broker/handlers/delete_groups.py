@@ -1,11 +1,11 @@
-"""DeleteGroups: v0-1.
+"""DeleteGroups: v0-2.
 
 Behavior:
 - Deletes each named group that has no members, with all its committed
   offsets: tombstones go to __consumer_offsets and the answer follows once
   they are fsynced. A group with members: NON_EMPTY_GROUP; an unknown group:
   GROUP_ID_NOT_FOUND.
-Version notes: v0 and v1 share one layout.
+Version notes: v0 and v1 share one layout; v2 is flexible.
 Leaves out: throttling; authorization.
 """
 
@@ -33,4 +33,4 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     return deferred(lambda cb: ctx.broker.groups.delete_groups(names, cb), respond)
 
 
-registry.register(API_KEY, 0, 1, handle)
+registry.register(API_KEY, 0, 2, handle)

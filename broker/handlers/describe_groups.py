@@ -1,4 +1,4 @@
-"""DescribeGroups: v0-3.
+"""DescribeGroups: v0-5.
 
 Behavior:
 - Per group: state (Empty, PreparingRebalance, CompletingRebalance, Stable),
@@ -8,7 +8,8 @@ Behavior:
 - An unknown group is described as state "Dead" with no members and error 0.
 Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds
   include_authorized_operations / authorized_operations (READ, DELETE and
-  DESCRIBE when asked for: there is no authorization; else INT32_MIN).
+  DESCRIBE when asked for: there is no authorization; else INT32_MIN); v4 adds each
+  member's group_instance_id; v5 is flexible.
 Leaves out: throttling; authorization.
 """
 
@@ -43,6 +44,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 "members": [
                     {
                         "member_id": m.member_id,
+                        "group_instance_id": m.group_instance_id,
                         "client_id": m.client_id,
                         "client_host": m.client_host,
                         "member_metadata": m.metadata,
@@ -56,4 +58,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "groups": groups}
 
 
-registry.register(API_KEY, 0, 3, handle)
+registry.register(API_KEY, 0, 5, handle)

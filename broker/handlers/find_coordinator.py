@@ -1,4 +1,4 @@
-"""FindCoordinator: v0-2.
+"""FindCoordinator: v0-6.
 
 Behavior:
 - key_type 0 (group; v0 has no key_type): the coordinator of a group is the
@@ -7,7 +7,10 @@ Behavior:
   no live leader answers COORDINATOR_NOT_AVAILABLE.
 - key_type 1 (transaction): COORDINATOR_NOT_AVAILABLE (no transactions yet);
   any other key_type: INVALID_REQUEST.
-Version notes: v1 adds key_type, throttle_time_ms and error_message; v2 has v1's layout.
+- v4+: several keys in one request (coordinator_keys), one answer each.
+Version notes: v1 adds key_type, throttle_time_ms and error_message; v2 has v1's layout; v3 is
+  flexible; v4 batches keys; v5 may answer TRANSACTION_ABORTABLE (KIP-890); v6 allows key_type 2
+  (share groups, answered INVALID_REQUEST: not served).
 Leaves out: throttling; authorization.
 """
 
@@ -25,18 +28,17 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    key_type = req.key_type if ctx.version >= 1 else GROUP_KEY_TYPE
+def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
+    """One key's coordinator: {error_code, error_message, node_id, host, port}."""
     if key_type == GROUP_KEY_TYPE:
         broker = ctx.broker
         offsets = broker.cluster.topic(OFFSETS_TOPIC)
         if offsets is not None:
-            state = offsets.partitions[broker.groups.partition_for(req.key)]
+            state = offsets.partitions[broker.groups.partition_for(key)]
             node = broker.cluster.broker(state.leader)
             address = node.address(ctx.listener) if node is not None else None
             if address is not None:
                 return {
-                    "throttle_time_ms": 0,
                     "error_code": 0,
                     "error_message": None,
                     "node_id": state.leader,
@@ -48,14 +50,15 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported"
     else:
         code, message = ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
-    return {
-        "throttle_time_ms": 0,
-        "error_code": code,
-        "error_message": message,
-        "node_id": -1,
-        "host": "",
-        "port": -1,
-    }
+    return {"error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 
-registry.register(API_KEY, 0, 2, handle)
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    key_type = req.key_type if ctx.version >= 1 else GROUP_KEY_TYPE
+    if ctx.version >= 4:
+        coordinators = [{"key": key, **_lookup(ctx, key_type, key)} for key in req.coordinator_keys]
+        return {"throttle_time_ms": 0, "coordinators": coordinators}
+    return {"throttle_time_ms": 0, **_lookup(ctx, key_type, req.key)}
+
+
+registry.register(API_KEY, 0, 6, handle)

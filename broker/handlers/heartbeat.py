@@ -1,11 +1,12 @@
-"""Heartbeat: v0-3.
+"""Heartbeat: v0-4.
 
 Behavior:
 - Keeps a member's session alive. NONE while the group is Stable or waiting for
   SyncGroup; REBALANCE_IN_PROGRESS while it prepares a rebalance (the member
   should rejoin); ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID
   for members the coordinator no longer recognises.
-Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds group_instance_id.
+Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds group_instance_id; v4 is
+  flexible.
 Leaves out: throttling; authorization.
 """
 
@@ -25,4 +26,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": code}
 
 
-registry.register(API_KEY, 0, 3, handle)
+registry.register(API_KEY, 0, 4, handle)

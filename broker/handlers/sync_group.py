@@ -1,4 +1,4 @@
-"""SyncGroup: v0-3.
+"""SyncGroup: v0-5.
 
 Behavior:
 - The leader's request carries every member's assignment; once the coordinator
@@ -9,7 +9,11 @@ Behavior:
 - Fencing: unknown member UNKNOWN_MEMBER_ID, stale generation
   ILLEGAL_GENERATION, a rebalance started meanwhile REBALANCE_IN_PROGRESS,
   another member id for a static instance FENCED_INSTANCE_ID.
-Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds group_instance_id.
+- v5: a protocol_type or protocol_name that differs from the group's answers
+  INCONSISTENT_GROUP_PROTOCOL (null skips the check); answers carry the group's
+  protocol type and name.
+Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds group_instance_id; v4 is
+  flexible; v5 adds protocol_type and protocol_name.
 Leaves out: throttling; authorization.
 """
 
@@ -21,6 +25,7 @@ from broker import registry
 from broker.context import RequestContext
 from broker.groups import deferred
 from broker.groups.model import SyncResult
+from protocol.errors import ErrorCode
 
 API_KEY = 14
 
@@ -29,8 +34,24 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
     instance = req.group_instance_id if ctx.version >= 3 else None
 
+    group = ctx.broker.groups.group(req.group_id)
+    protocol_type = group.protocol_type if group is not None else None
+    protocol_name = group.protocol_name if group is not None else None
+    if (
+        ctx.version >= 5
+        and group is not None
+        and (req.protocol_type not in (None, protocol_type) or req.protocol_name not in (None, protocol_name))
+    ):
+        return {"error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "assignment": b""}
+
     def respond(result: SyncResult) -> dict[str, Any]:
-        return {"throttle_time_ms": 0, "error_code": result.error, "assignment": result.assignment}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": result.error,
+            "assignment": result.assignment,
+            "protocol_type": protocol_type if result.error == ErrorCode.NONE else None,
+            "protocol_name": protocol_name if result.error == ErrorCode.NONE else None,
+        }
 
     return deferred(
         lambda cb: ctx.broker.groups.sync_group(
@@ -40,4 +61,4 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     )
 
 
-registry.register(API_KEY, 0, 3, handle)
+registry.register(API_KEY, 0, 5, handle)

@@ -154,6 +154,89 @@ def test_find_coordinator_every_version(gbroker: BrokerProcess) -> None:
         assert c.request(10, 1, {"key": "g", "key_type": 7}).error_code == E.INVALID_REQUEST
 
 
+def test_find_coordinator_flexible_and_batched(gbroker: BrokerProcess) -> None:
+    with RawClient(gbroker.port) as c:
+        v3 = c.request(10, 3, {"key": "g", "key_type": 0})
+        assert (v3.error_code, v3.node_id, v3.port) == (0, 0, gbroker.port)
+        for version in (4, 5, 6):
+            r = c.request(10, version, {"key_type": 0, "coordinator_keys": ["a", "b", "c"]})
+            assert [(k.key, k.error_code, k.node_id, k.port) for k in r.coordinators] == [
+                (key, 0, 0, gbroker.port) for key in "abc"
+            ]
+        share = c.request(10, 6, {"key_type": 2, "coordinator_keys": ["s"]})
+        assert share.coordinators[0].error_code == E.INVALID_REQUEST
+
+
+def test_flexible_versions_of_the_group_apis(gbroker: BrokerProcess) -> None:
+    """SyncGroup v4-5, Heartbeat v4, DescribeGroups v4-5, ListGroups v3-5, DeleteGroups v2."""
+    with RawClient(gbroker.port) as c:
+        joined = c.request(11, 5, join_body("flex", instance="inst-1"))
+        assert joined.error_code == 0
+        member = joined.member_id
+        wrong = c.request(
+            14,
+            5,
+            {
+                **sync_body("flex", 1, member, {member: b"A"}),
+                "protocol_type": "connect",
+                "protocol_name": None,
+            },
+        )
+        assert wrong.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        synced = c.request(
+            14,
+            5,
+            {
+                **sync_body("flex", 1, member, {member: b"A"}),
+                "protocol_type": "consumer",
+                "protocol_name": "range",
+            },
+        )
+        assert (synced.error_code, synced.assignment) == (0, b"A")
+        assert (synced.protocol_type, synced.protocol_name) == ("consumer", "range")
+        again = c.request(14, 4, sync_body("flex", 1, member, {}))
+        assert (again.error_code, again.assignment) == (0, b"A")
+        hb = {"group_id": "flex", "generation_id": 1, "member_id": member, "group_instance_id": "inst-1"}
+        assert c.request(12, 4, hb).error_code == 0
+        assert c.request(12, 4, {**hb, "generation_id": 7}).error_code == E.ILLEGAL_GENERATION
+        for version in (4, 5):
+            described = c.request(15, version, {"groups": ["flex"], "include_authorized_operations": False})
+            group = described.groups[0]
+            assert group.group_state == "Stable"
+            assert [(m.member_id, m.group_instance_id) for m in group.members] == [(member, "inst-1")]
+        create_topic(c, "flex-offsets", 1)
+        commit = {
+            "group_id": "flex-empty",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "retention_time_ms": -1,
+            "topics": [
+                {"name": "flex-offsets", "partitions": [{"partition_index": 0, "committed_offset": 3}]}
+            ],
+        }
+        assert c.request(8, 3, commit).topics[0].partitions[0].error_code == 0
+
+        def listed(version: int, states: list[str] = [], types: list[str] = []) -> set[tuple[str, str]]:
+            r = c.request(16, version, {"states_filter": states, "types_filter": types})
+            assert r.error_code == 0
+            return {(g.group_id, g.group_state if version >= 4 else "") for g in r.groups}
+
+        assert listed(3) == {("flex", ""), ("flex-empty", "")}
+        assert listed(4) == {("flex", "Stable"), ("flex-empty", "Empty")}
+        assert listed(4, ["stable"]) == {("flex", "Stable")}
+        assert listed(5, ["Empty"], ["Classic"]) == {("flex-empty", "Empty")}
+        assert listed(5, [], ["consumer"]) == set()
+        types = c.request(16, 5, {"states_filter": [], "types_filter": []})
+        assert {g.group_type for g in types.groups} == {"classic"}
+        deleted = c.request(42, 2, {"groups_names": ["flex-empty", "flex", "nope"]})
+        assert [(r.group_id, r.error_code) for r in deleted.results] == [
+            ("flex-empty", 0),
+            ("flex", E.NON_EMPTY_GROUP),
+            ("nope", E.GROUP_ID_NOT_FOUND),
+        ]
+
+
 def test_offsets_topic_is_created_compacted_and_internal(gbroker: BrokerProcess) -> None:
     with RawClient(gbroker.port) as c:
         meta = c.request(

@@ -27,14 +27,14 @@ EXPECTED_VERSIONS = {
     3: (0, 5),
     8: (2, 3),
     9: (1, 3),
-    10: (0, 2),
+    10: (0, 6),
     11: (0, 5),
-    12: (0, 3),
+    12: (0, 4),
     13: (0, 1),
-    14: (0, 3),
-    15: (0, 3),
-    16: (0, 2),
-    18: (0, 3),
+    14: (0, 5),
+    15: (0, 5),
+    16: (0, 5),
+    18: (0, 4),
     19: (2, 4),
     20: (1, 3),
     21: (0, 1),
@@ -43,7 +43,7 @@ EXPECTED_VERSIONS = {
     32: (1, 2),
     33: (0, 1),
     37: (0, 1),
-    42: (0, 1),
+    42: (0, 2),
     44: (0, 0),
 }
 
@@ -162,11 +162,11 @@ def still_serves(port: int) -> None:
         assert decode_batch(part.records)[1][0].value == b"still here"
 
 
-@pytest.mark.parametrize("version", [0, 1, 2, 3])
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 def test_api_versions_table(broker: BrokerProcess, version: int) -> None:
     with RawClient(broker.port) as c:
         body = {"client_software_name": "raw", "client_software_version": "1", "tagged_fields": {}}
-        resp = c.request(18, version, body if version == 3 else {})
+        resp = c.request(18, version, body if version >= 3 else {})
     assert resp.error_code == 0
     table = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
     assert table == EXPECTED_VERSIONS
@@ -177,7 +177,7 @@ def test_api_versions_unknown_version_answers_v0_with_error_35(broker: BrokerPro
         cid = c.send(18, 99, b"garbage that is not parsed")
         resp = c.recv(18, 0, cid)
         assert resp.error_code == ErrorCode.UNSUPPORTED_VERSION
-        assert (18, 0, 3) in [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys]
+        assert (18, 0, 4) in [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys]
         assert (
             c.request(
                 18, 3, {"client_software_name": "x", "client_software_version": "1", "tagged_fields": {}}
