@@ -217,16 +217,18 @@ def test_flexible_versions_of_the_group_apis(gbroker: BrokerProcess) -> None:
         }
         assert c.request(8, 3, commit).topics[0].partitions[0].error_code == 0
 
-        def listed(version: int, states: list[str] = [], types: list[str] = []) -> set[tuple[str, str]]:
-            r = c.request(16, version, {"states_filter": states, "types_filter": types})
+        def listed(
+            version: int, states: tuple[str, ...] = (), types: tuple[str, ...] = ()
+        ) -> set[tuple[str, str]]:
+            r = c.request(16, version, {"states_filter": list(states), "types_filter": list(types)})
             assert r.error_code == 0
             return {(g.group_id, g.group_state if version >= 4 else "") for g in r.groups}
 
         assert listed(3) == {("flex", ""), ("flex-empty", "")}
         assert listed(4) == {("flex", "Stable"), ("flex-empty", "Empty")}
-        assert listed(4, ["stable"]) == {("flex", "Stable")}
-        assert listed(5, ["Empty"], ["Classic"]) == {("flex-empty", "Empty")}
-        assert listed(5, [], ["consumer"]) == set()
+        assert listed(4, ("stable",)) == {("flex", "Stable")}
+        assert listed(5, ("Empty",), ("Classic",)) == {("flex-empty", "Empty")}
+        assert listed(5, (), ("consumer",)) == set()
         types = c.request(16, 5, {"states_filter": [], "types_filter": []})
         assert {g.group_type for g in types.groups} == {"classic"}
         deleted = c.request(42, 2, {"groups_names": ["flex-empty", "flex", "nope"]})
