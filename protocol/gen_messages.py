@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from protocol.schema import PRIMITIVES, parse_versions
+
 # The APIs minikafka has schemas for: Kafka's request names without "Request".
 APIS = (
     "Produce",
@@ -69,20 +71,6 @@ APIS = (
     "ConsumerGroupDescribe",
 )
 
-_PRIMITIVES = {
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint16",
-    "uint32",
-    "float64",
-    "bool",
-    "string",
-    "bytes",
-    "records",
-    "uuid",
-}
 _OUT = Path(__file__).resolve().parent
 
 
@@ -125,11 +113,6 @@ def load(source: Path, name: str) -> dict[str, Any]:
     return json.loads(strip_comments((source / f"{name}.json").read_text()))
 
 
-def _range(spec: str) -> tuple[int, int]:
-    lo, _, hi = spec.partition("-")
-    return int(lo), int(hi or lo)
-
-
 def _default_literal(kind: str, raw: Any) -> str | None:
     """The Python literal for Kafka's "default" of a field of type `kind`, or None for the type's zero."""
     if raw is None:
@@ -156,10 +139,10 @@ class _Emitter:
         t = spec["type"]
         if t.startswith("[]"):
             element = t[2:]
-            if element in _PRIMITIVES:
+            if element in PRIMITIVES:
                 return f'Arr("{element}")'
             return f"Arr({self.fields(spec.get('fields') or self.common[element], depth + 1)})"
-        if t in _PRIMITIVES:
+        if t in PRIMITIVES:
             return f'"{t}"'
         return f"Obj({self.fields(spec.get('fields') or self.common[t], depth + 1)})"
 
@@ -187,7 +170,10 @@ class _Emitter:
 
 
 def _versions(spec: dict[str, Any]) -> tuple[int, int]:
-    lo, hi = _range(spec["validVersions"])
+    valid = parse_versions(spec["validVersions"])
+    if valid is None:
+        raise ValueError(f"{spec['name']} has no valid versions")
+    lo, hi = valid
     if spec.get("latestVersionUnstable"):
         hi -= 1
     return lo, hi
@@ -200,7 +186,8 @@ def generate_module(source: Path, api: str) -> tuple[str, tuple[int, str, int, i
     key = req["apiKey"]
     lo, hi = _versions(req)
     flexible = req.get("flexibleVersions", "none")
-    flex_from = None if flexible == "none" else int(flexible.rstrip("+"))
+    flex_range = parse_versions(flexible)
+    flex_from = None if flex_range is None else flex_range[0]
     common = {s["name"]: s["fields"] for s in req.get("commonStructs", []) + resp.get("commonStructs", [])}
     em = _Emitter(common)
     req_fields = em.fields(req["fields"], 0)

@@ -41,14 +41,17 @@ def uses_flexible_header(api_key: int, api_version: int) -> bool:
     return entry is not None and entry[4] is not None and api_version >= entry[4]
 
 
+def uses_response_header_v1(api_key: int, api_version: int) -> bool:
+    """Whether a response of this API version has header v1: flexible versions, but never ApiVersions."""
+    return api_key != API_VERSIONS_KEY and uses_flexible_header(api_key, api_version)
+
+
 def response_header_size(api_key: int, api_version: int) -> int:
     """Bytes of the response header after the size prefix: 4 (v0) or 5 (v1, an empty TAG_BUFFER).
 
     Only for headers we write ourselves; `skip_response_header` reads any v1 header.
     """
-    if api_key != API_VERSIONS_KEY and uses_flexible_header(api_key, api_version):
-        return 5
-    return 4
+    return 5 if uses_response_header_v1(api_key, api_version) else 4
 
 
 def skip_tag_buffer(buf: bytes | bytearray | memoryview, pos: int) -> int:
@@ -65,9 +68,7 @@ def skip_tag_buffer(buf: bytes | bytearray | memoryview, pos: int) -> int:
 
 def skip_response_header(frame: bytes | bytearray | memoryview, api_key: int, api_version: int) -> int:
     """Where the body of a response frame (size prefix removed) starts."""
-    if api_key == API_VERSIONS_KEY or not uses_flexible_header(api_key, api_version):
-        return 4
-    return skip_tag_buffer(frame, 4)
+    return skip_tag_buffer(frame, 4) if uses_response_header_v1(api_key, api_version) else 4
 
 
 def parse_request_header(frame: bytes | memoryview) -> RequestHeader:
@@ -107,7 +108,6 @@ def encode_request_header(
     return out
 
 
-def frame_response(correlation_id: int, body: bytes, flexible: bool = False) -> bytes:
-    """Size prefix + response header (v1 if `flexible`, else v0) + body."""
-    head = _I32.pack(correlation_id) + (b"\x00" if flexible else b"")
-    return _I32.pack(len(body) + len(head)) + head + body
+def frame_response(correlation_id: int, body: bytes) -> bytes:
+    """Size prefix + response header v0 + body (the ApiVersions fallback answer)."""
+    return _I32.pack(len(body) + 4) + _I32.pack(correlation_id) + body

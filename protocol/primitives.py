@@ -241,16 +241,23 @@ class ArrayCon(_Length):
 
 
 class TaggedFieldsCon(_Primitive):
-    """TAG_BUFFER: parsed into {tag: raw bytes}; built from such a dict (None or {} -> 0x00)."""
+    """TAG_BUFFER: parsed into {tag: raw bytes}; built from such a dict (None or {} -> 0x00).
+
+    Tags must come in strictly increasing order, as Kafka writes and requires them.
+    """
 
     def _parse(self, stream, context, path):  # type: ignore[no-untyped-def]
         count = read_uvarint(stream)
         if count > remaining(stream):
             raise ProtocolError(f"tagged field count {count} exceeds the bytes left")
         fields: dict[int, bytes] = {}
+        last = -1
         for _ in range(count):
             tag = read_uvarint(stream)
             size = read_uvarint(stream)
+            if tag <= last:
+                raise ProtocolError(f"tagged fields out of order: {tag} after {last}")
+            last = tag
             if size > remaining(stream):
                 raise ProtocolError(f"tagged field size {size} exceeds the bytes left")
             fields[tag] = _read_exact(stream, size)

@@ -45,12 +45,20 @@ from protocol.primitives import (
     Int32,
     Int64,
     StringCon,
-    read_uvarint,
-    remaining,
-    write_uvarint,
+    TaggedFields,
 )
 
-__all__ = ["F", "Arr", "Obj", "Message", "Uuid", "message_versions", "parse_versions", "ZERO_UUID"]
+__all__ = [
+    "F",
+    "Arr",
+    "Obj",
+    "Message",
+    "Uuid",
+    "message_versions",
+    "parse_versions",
+    "ZERO_UUID",
+    "PRIMITIVES",
+]
 
 ZERO_UUID = uuid.UUID(int=0)
 _MISSING = object()
@@ -174,6 +182,7 @@ _ZERO: dict[str, Any] = {
     "bytes": b"",
     "records": None,
 }
+PRIMITIVES = frozenset(_ZERO)  # every primitive type name of Kafka's JSON we know
 _LENGTHED: dict[tuple[str, bool, bool], Construct] = {}
 
 
@@ -216,34 +225,28 @@ class Message(Struct):  # type: ignore[misc]
     def __init__(self, regular: list[_Slot], tagged: dict[int, _Slot], flexible: bool) -> None:
         super().__init__(*(s.name / s.con for s in regular))
         self.regular = regular
-        self.tagged = tagged
+        self.tagged = dict(sorted(tagged.items()))
         self.flexible = flexible
+        # What each tagged field's default encodes to: a value encoding the same is not written.
+        self.tagged_defaults = {
+            tag: _encode(s.con, s.default, Container(), "") for tag, s in self.tagged.items()
+        }
 
     def _parse(self, stream, context, path):  # type: ignore[no-untyped-def]
         obj = Container()
         for slot in self.regular:
             obj[slot.name] = slot.con._parsereport(stream, context, path)
         if self.flexible:
-            count = read_uvarint(stream)
-            if count > remaining(stream):
-                raise ProtocolError(f"tagged field count {count} exceeds the bytes left")
-            last = -1
-            for _ in range(count):
-                tag = read_uvarint(stream)
-                size = read_uvarint(stream)
-                if tag <= last:
-                    raise ProtocolError(f"tagged fields out of order: {tag} after {last}")
-                last = tag
-                if size > remaining(stream):
-                    raise ProtocolError(f"tagged field size {size} exceeds the bytes left")
-                data = stream.read(size)
+            for tag, data in TaggedFields._parsereport(stream, context, path).items():
                 slot = self.tagged.get(tag)
                 if slot is None:
-                    continue
+                    continue  # a tag this version does not know: skipped, as Kafka does
                 sub = io.BytesIO(data)
                 obj[slot.name] = slot.con._parsereport(sub, context, path)
-                if sub.tell() != size:
-                    raise ProtocolError(f"tagged field {slot.name} has {size - sub.tell()} bytes left over")
+                if sub.tell() != len(data):
+                    raise ProtocolError(
+                        f"tagged field {slot.name} has {len(data) - sub.tell()} bytes left over"
+                    )
             for slot in self.tagged.values():
                 if slot.name not in obj:
                     obj[slot.name] = _fresh(slot.default)
@@ -257,19 +260,15 @@ class Message(Struct):  # type: ignore[misc]
             value = get(slot.name, _MISSING)
             slot.con._build(slot.default if value is _MISSING else value, stream, context, path)
         if self.flexible:
-            chunks: list[tuple[int, bytes]] = []
-            for tag, slot in sorted(self.tagged.items()):
+            chunks: dict[int, bytes] = {}
+            for tag, slot in self.tagged.items():
                 value = get(slot.name, _MISSING)
-                if value is _MISSING or value is None and slot.default is None:
+                if value is _MISSING:
                     continue
                 data = _encode(slot.con, value, context, path)
-                if data != _encode(slot.con, slot.default, context, path):
-                    chunks.append((tag, data))
-            write_uvarint(stream, len(chunks))
-            for tag, data in chunks:
-                write_uvarint(stream, tag)
-                write_uvarint(stream, len(data))
-                stream.write(data)
+                if data != self.tagged_defaults[tag]:
+                    chunks[tag] = data
+            TaggedFields._build(chunks, stream, context, path)
         return obj
 
     def _sizeof(self, context, path):  # type: ignore[no-untyped-def]

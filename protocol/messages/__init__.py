@@ -2,9 +2,9 @@
 
 Each module is generated from Kafka's message JSON (`protocol.gen_messages`)
 and defines `API_KEY`, `NAME`, `VERSIONS`, `FLEXIBLE`, `REQUEST` and `RESPONSE`:
-dicts from version to a `protocol.schema.Message` (a construct `Struct`). Decoded messages are construct `Container`s
-(dict-like, attribute access) with snake_case field names taken from Kafka's
-message definitions; responses are built from plain dicts with the same names.
+dicts from version to a `protocol.schema.Message` (a construct `Struct`).
+Decoded messages are construct `Container`s (dict-like, attribute access) with
+snake_case field names taken from Kafka's message definitions; responses are built from plain dicts with the same names.
 Record sets stay opaque `bytes`.
 """
 
@@ -21,10 +21,6 @@ from construct import ConstructError, Container
 from protocol import fetch_fast, produce_fast
 from protocol.api_keys import API_KEYS
 from protocol.errors import ProtocolError
-from protocol.fetch_fast import VERSIONS as FETCH_FAST_VERSIONS
-from protocol.fetch_fast import decode_fetch_request
-from protocol.produce_fast import VERSIONS as PRODUCE_FAST_VERSIONS
-from protocol.produce_fast import decode_produce_request
 
 MODULES: dict[int, ModuleType] = {
     key: importlib.import_module(f"protocol.messages.{module}")
@@ -77,10 +73,10 @@ def decode_request(api_key: int, version: int, body: bytes | memoryview, offset:
     """Decode the request body at ``body[offset:]``; any malformed input raises ProtocolError."""
     if not 0 <= offset <= len(body):
         raise ProtocolError(f"body offset {offset} outside 0..{len(body)}")
-    if api_key == 0 and version in PRODUCE_FAST_VERSIONS:
-        return decode_produce_request(body, offset)  # the hot path: precompiled structs
-    if api_key == 1 and version in FETCH_FAST_VERSIONS:
-        return decode_fetch_request(body, version, offset)  # every follower round trip: same
+    if api_key == 0 and version in produce_fast.VERSIONS:
+        return produce_fast.decode_produce_request(body, offset)  # the hot path: precompiled structs
+    if api_key == 1 and version in fetch_fast.VERSIONS:
+        return fetch_fast.decode_fetch_request(body, version, offset)  # every follower round trip: same
     return _decode("REQUEST", api_key, version, body, offset)
 
 

@@ -294,6 +294,8 @@ def test_tagged_fields_round_trip() -> None:
         b"\xff\xff\xff\xff\x0f",  # huge count
         b"\x7f" + b"\x00" * 10,  # count beyond the bytes left
         b"\x01\x00\xff\xff\xff\xff\x0f",  # huge size
+        b"\x02\x05\x00\x00\x00",  # tags out of order: 5, then 0
+        b"\x02\x03\x00\x03\x00",  # tag 3 twice
     ],
 )
 def test_bad_tagged_fields(wire: bytes) -> None:
