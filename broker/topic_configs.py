@@ -51,7 +51,18 @@ def _topic(broker: Broker, name: str) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def describe_topic(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
-    overrides, values = _topic(broker, name)
+    overrides, _ = _topic(broker, name)
+    return describe_overrides(broker, overrides, keys, synonyms)
+
+
+def describe_overrides(
+    broker: Broker, overrides: dict[str, str], keys: list[str] | None, synonyms: bool
+) -> list[dict[str, Any]]:
+    """Every topic-level config of a topic with these ``overrides``: value, source and synonyms.
+
+    ``keys``: only these (unknown ones left out); None: all. ValueError if an override is invalid.
+    """
+    values = LogConfig.from_topic_configs(overrides, broker.logs.default_config).to_topic_configs()
     out = []
     for key in sorted(values) if keys is None else keys:
         if key not in values:

@@ -48,9 +48,10 @@ import os
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 
 from protocol.errors import ErrorCode, KafkaError
-from storage import naming, topic_registry
+from storage import naming, topic_ids, topic_registry
 from storage.checkpoint import CorruptCheckpointError, read_offsets, write_offsets
 from storage.cleaner import DEFAULT_DEDUPE_BUFFER_BYTES, LogCleaner
 from storage.config import LogConfig
@@ -190,6 +191,29 @@ class LogManager:
             )
             if high_watermarks is not None and not self._logs[tp].offline:
                 self._logs[tp].restore_high_watermark(high_watermarks.get(tp, 0))
+            if not self._logs[tp].offline and self._topics[tp[0]].topic_id != topic_ids.ZERO:
+                self._check_partition_metadata(self._topics[tp[0]], self._logs[tp].directory)
+
+    def _check_partition_metadata(self, info: TopicInfo, directory: str) -> None:
+        """Make ``partition.metadata`` hold the registry's topic ID (written if missing or different)."""
+        try:
+            found = topic_ids.read_partition_metadata(self._fs, directory)
+        except (ValueError, OSError) as exc:
+            log.warning("%s; rewriting it with the registry's topic id", exc)
+            found = None
+        if found == info.topic_id:
+            return
+        if found is not None:
+            log.warning(
+                "%s: topic id %s differs from the registry's %s; keeping the registry's",
+                topic_ids.metadata_path(directory),
+                topic_ids.to_text(found),
+                topic_ids.to_text(info.topic_id),
+            )
+        try:
+            topic_ids.write_partition_metadata(self._fs, directory, info.topic_id)
+        except OSError as exc:  # the log itself opened: it keeps serving, the file is written next start
+            log.error("%s: cannot write: %s", topic_ids.metadata_path(directory), exc)
 
     # -- public API --------------------------------------------------------------------------
 
@@ -201,11 +225,13 @@ class LogManager:
         *,
         validate_only: bool = False,
         hosted: tuple[int, ...] | None = None,
+        topic_id: uuid.UUID | None = None,
     ) -> None:
         """Register ``name`` with ``partitions`` empty logs and topic-level config overrides.
 
         ``hosted``: only these partitions get a local log (cluster mode: the
-        replicas assigned to this broker); None: all of them.
+        replicas assigned to this broker); None: all of them. ``topic_id``: the
+        ID the cluster gave the topic; None: a new one.
 
         Raises `KafkaError` with INVALID_TOPIC_EXCEPTION (bad name, or colliding with
         an existing topic once '.' and '_' are equated, as Kafka forbids),
@@ -221,10 +247,41 @@ class LogManager:
             raise KafkaError(str(exc), code=ErrorCode.INVALID_CONFIG) from None
         if validate_only:
             return
-        info = TopicInfo(name, partitions, {k: str(v) for k, v in given.items()}, config, hosted)
+        info = TopicInfo(
+            name,
+            partitions,
+            {k: str(v) for k, v in given.items()},
+            config,
+            hosted,
+            topic_id or topic_ids.new_topic_id(),
+        )
         topic_registry.write(self._fs, self.data_dir, {**self._topics, name: info})
         self._topics[name] = info
-        self._create_logs(name, info.local_partitions, config)
+        self._create_logs(info, info.local_partitions)
+
+    def set_topic_id(self, name: str, topic_id: uuid.UUID) -> None:
+        """Give ``topic_id`` to a topic registered without one (a registry older than topic IDs).
+
+        Persisted in the registry and every local ``partition.metadata``.
+        Raises `KafkaError` UNKNOWN_TOPIC_OR_PARTITION, or ValueError if the
+        topic already has another ID (an ID is for life).
+        """
+        self._check_open()
+        info = self._topics.get(name)
+        if info is None:
+            raise KafkaError(f"unknown topic {name!r}", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if info.topic_id == topic_id:
+            return
+        if info.topic_id != topic_ids.ZERO or topic_id == topic_ids.ZERO:
+            raise ValueError(f"topic {name} has id {topic_ids.to_text(info.topic_id)}, not {topic_id}")
+        updated = replace(info, topic_id=topic_id)
+        topic_registry.write(self._fs, self.data_dir, {**self._topics, name: updated})
+        self._topics[name] = updated
+        for p in info.local_partitions:
+            partition_log = self._logs.get((name, p))
+            if partition_log is not None and not partition_log.offline:
+                self._check_partition_metadata(updated, partition_log.directory)
+        log.info("topic %s: id %s", name, topic_ids.to_text(topic_id))
 
     def add_partitions(self, name: str, count: int, *, validate_only: bool = False) -> tuple[int, ...]:
         """Raise the partition count of ``name`` to ``count``; returns the new partitions' indexes.
@@ -243,11 +300,11 @@ class LogManager:
         added = tuple(range(info.partitions, count))
         if validate_only:
             return added
-        updated = TopicInfo(name, count, info.configs, info.config, info.hosted)
+        updated = replace(info, partitions=count)
         topic_registry.write(self._fs, self.data_dir, {**self._topics, name: updated})
         self._topics[name] = updated
         if info.hosted is None:
-            self._create_logs(name, added, info.config)
+            self._create_logs(updated, added)
         return added
 
     def host_partition(self, name: str, partition: int) -> PartitionLog:
@@ -262,18 +319,19 @@ class LogManager:
                 f"{name} has no partition {partition}", code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             )
         hosted = tuple(sorted({*info.local_partitions, partition}))
-        updated = TopicInfo(name, info.partitions, info.configs, info.config, hosted)
+        updated = replace(info, hosted=hosted)
         topic_registry.write(self._fs, self.data_dir, {**self._topics, name: updated})
         self._topics[name] = updated
-        self._create_logs(name, (partition,), info.config)
+        self._create_logs(updated, (partition,))
         return self._logs[(name, partition)]
 
-    def _create_logs(self, name: str, partitions: tuple[int, ...], config: LogConfig) -> None:
+    def _create_logs(self, info: TopicInfo, partitions: tuple[int, ...]) -> None:
         for p in partitions:
-            directory = self._path(naming.partition_dir_name(name, p))
+            directory = self._path(naming.partition_dir_name(info.name, p))
             if self._fs.exists(directory):
                 self._fs.rmtree(directory)  # stale leftovers of an earlier topic with this name
-            self._logs[(name, p)] = PartitionLog(directory, config, self._fs, health=self.health)
+            self._logs[(info.name, p)] = PartitionLog(directory, info.config, self._fs, health=self.health)
+            topic_ids.write_partition_metadata(self._fs, directory, info.topic_id)
         self._fs.fsync_dir(self.data_dir)
 
     def delete_topic(self, name: str) -> None:
@@ -309,7 +367,7 @@ class LogManager:
             raise KafkaError(str(exc), code=ErrorCode.INVALID_CONFIG) from None
         if validate_only:
             return config
-        updated = TopicInfo(name, info.partitions, dict(overrides), config, info.hosted)
+        updated = replace(info, configs=dict(overrides), config=config)
         topic_registry.write(self._fs, self.data_dir, {**self._topics, name: updated})
         self._topics[name] = updated
         for p in info.local_partitions:

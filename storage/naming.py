@@ -10,6 +10,7 @@ Kafka-compatible layout::
         00000000000000000000.log  .index  .timeindex
         00000000000000000000.snapshot   (producer state at that offset; not part of a segment)
         leader-epoch-checkpoint
+        partition.metadata   (the topic's ID: `storage.topic_ids`)
 
 - Segment files: the segment's base offset as 20 zero-padded decimal digits plus
   a suffix. A segment pending deletion has `.deleted` appended to each file name.
@@ -49,6 +50,7 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
 TOPICS_FILE = "__minikafka_topics.json"
 
 MAX_TOPIC_NAME_LENGTH = 249

@@ -3,16 +3,21 @@
 Format (replaced atomically on every create, delete and config change, the
 commit point of each)::
 
-    {"version": 1, "topics": {"<name>": {"partitions": <n>, "configs": {"<key>": "<value>", ...},
-                                         "hosted": [<p>, ...]}}}
+    {"version": 1, "topics": {"<name>": {"partitions": <n>, "topic_id": "<base64>",
+                                         "configs": {"<key>": "<value>", ...}, "hosted": [<p>, ...]}}}
 
 ``configs`` holds the topic-level overrides as given (strings). ``hosted``
 (cluster mode) lists the partitions whose replicas live in this data
-directory; without it every partition 0..n-1 does.
+directory; without it every partition 0..n-1 does. ``topic_id`` is the
+topic's ID in Kafka's text form (`storage.topic_ids`); each partition
+directory keeps a copy in its ``partition.metadata``. A registry written
+before topic IDs existed has none: `read` takes the ID found in the topic's
+partition directories, else leaves it ZERO for the cluster to assign
+(`LogManager.set_topic_id`): the ID is the cluster's to decide, not the disk's.
 
 The partition directories (``<topic>-<partition>``) are the other record of
-which topics exist, so the registry can always be rebuilt from them, with the
-topic configs lost:
+which topics exist, so the registry can always be rebuilt from them (IDs from
+their ``partition.metadata``), with the topic configs lost:
 
 - a missing registry (first start after a crash before it was written, or
   deleted by hand) is rebuilt from the directories at open, with a warning;
@@ -32,11 +37,12 @@ import json
 import logging
 import os
 import time
+import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from protocol.errors import ErrorCode, KafkaError
-from storage import naming
+from storage import naming, topic_ids
 from storage.config import LogConfig
 from storage.errors import DataDirError
 from storage.fs import FileSystem
@@ -49,13 +55,14 @@ MAX_PARTITIONS = 100_000
 
 @dataclass(frozen=True, slots=True)
 class TopicInfo:
-    """A topic as registered: partition count, overrides as given, and the effective config."""
+    """A topic as registered: ID, partition count, overrides as given, and the effective config."""
 
     name: str
     partitions: int
     configs: dict[str, str] = field(default_factory=dict)
     config: LogConfig = field(default_factory=LogConfig)
     hosted: tuple[int, ...] | None = None  # partitions with a local replica (None: all)
+    topic_id: uuid.UUID = topic_ids.ZERO  # ZERO: registered before topic IDs, none assigned yet
 
     @property
     def local_partitions(self) -> tuple[int, ...]:
@@ -104,8 +111,11 @@ def _entry(name: str, entry: object, default_config: LogConfig) -> TopicInfo:
             or not all(isinstance(h, int) and 0 <= h < partitions for h in hosted)
         ):
             raise ValueError(f"hosted {hosted!r}")
+        text_id = entry.get("topic_id")
+        topic_id = topic_ids.ZERO if text_id is None else topic_ids.from_text(text_id)
         config = LogConfig.from_topic_configs(configs, default_config)
-        return TopicInfo(name, partitions, configs, config, None if hosted is None else tuple(sorted(hosted)))
+        hosted_tuple = None if hosted is None else tuple(sorted(hosted))
+        return TopicInfo(name, partitions, configs, config, hosted_tuple, topic_id)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ValueError(f"topic {name!r}: {exc}") from None
 
@@ -165,12 +175,31 @@ def read(fs: FileSystem, data_dir: str, default_config: LogConfig) -> dict[str, 
             log.warning("%s missing: rebuilt the topic list from partition directories", path)
         return topics
     try:
-        return _parse(fs.read_bytes(path), default_config)
+        topics = _parse(fs.read_bytes(path), default_config)
     except ValueError as exc:
         raise DataDirError(
             f"topic registry {path} is damaged ({exc}); rebuild it from the partition directories with "
             f"`minikafka broker --rebuild-registry` and the same data directory"
         ) from None
+    for info in topics.values():
+        if info.topic_id == topic_ids.ZERO:
+            found = _id_from_dirs(fs, data_dir, info.name, info.local_partitions)
+            if found is not None:
+                topics[info.name] = replace(info, topic_id=found)
+    return topics
+
+
+def _id_from_dirs(fs: FileSystem, data_dir: str, name: str, partitions: Iterable[int]) -> uuid.UUID | None:
+    """The ID in the first readable ``partition.metadata`` of the topic's partitions, if any."""
+    for p in partitions:
+        directory = os.path.join(data_dir, naming.partition_dir_name(name, p))
+        try:
+            found = topic_ids.read_partition_metadata(fs, directory)
+        except (ValueError, OSError):
+            continue
+        if found is not None:
+            return found
+    return None
 
 
 def partition_dirs(fs: FileSystem, data_dir: str) -> dict[str, set[int]]:
@@ -183,16 +212,22 @@ def partition_dirs(fs: FileSystem, data_dir: str) -> dict[str, set[int]]:
     return found
 
 
-def _from_dir(name: str, partitions: set[int], default_config: LogConfig) -> TopicInfo:
-    """A topic as its directories show it: count = highest partition + 1, ``hosted`` if some are missing."""
+def _from_dir(
+    fs: FileSystem, data_dir: str, name: str, partitions: set[int], default_config: LogConfig
+) -> TopicInfo:
+    """A topic as its directories show it: count = highest partition + 1, ``hosted`` if some are
+    missing, the ID of their ``partition.metadata`` (ZERO if none has one)."""
     count = max(partitions) + 1
     hosted = None if len(partitions) == count else tuple(sorted(partitions))
-    return TopicInfo(name, count, {}, default_config, hosted)
+    topic_id = _id_from_dirs(fs, data_dir, name, sorted(partitions)) or topic_ids.ZERO
+    return TopicInfo(name, count, {}, default_config, hosted, topic_id)
 
 
 def from_dirs(fs: FileSystem, data_dir: str, default_config: LogConfig) -> dict[str, TopicInfo]:
-    """Topics and partition counts from the directory names, with no overrides."""
-    return {t: _from_dir(t, ps, default_config) for t, ps in partition_dirs(fs, data_dir).items()}
+    """Topics, IDs and partition counts from the partition directories, with no overrides."""
+    return {
+        t: _from_dir(fs, data_dir, t, ps, default_config) for t, ps in partition_dirs(fs, data_dir).items()
+    }
 
 
 def write(fs: FileSystem, data_dir: str, topics: Mapping[str, TopicInfo]) -> None:
@@ -200,7 +235,11 @@ def write(fs: FileSystem, data_dir: str, topics: Mapping[str, TopicInfo]) -> Non
     doc = {
         "version": TOPICS_FILE_VERSION,
         "topics": {
-            t.name: {"partitions": t.partitions, "configs": dict(sorted(t.configs.items()))}
+            t.name: {
+                "partitions": t.partitions,
+                "topic_id": topic_ids.to_text(t.topic_id),
+                "configs": dict(sorted(t.configs.items())),
+            }
             | ({} if t.hosted is None else {"hosted": list(t.hosted)})
             for t in sorted(topics.values(), key=lambda t: t.name)
         },
@@ -244,11 +283,14 @@ def rebuild(fs: FileSystem, data_dir: str, default_config: LogConfig | None = No
     recovered, lost = [], []
     for name, found in sorted(partition_dirs(fs, data_dir).items()):
         kept = old.get(name)
+        rebuilt = _from_dir(fs, data_dir, name, found, default_config)
         if kept is not None and found <= set(kept.local_partitions):
-            topics[name] = kept
+            topics[name] = (
+                kept if kept.topic_id != topic_ids.ZERO else replace(kept, topic_id=rebuilt.topic_id)
+            )
             recovered.append(name)
         else:
-            topics[name] = _from_dir(name, found, default_config)
+            topics[name] = rebuilt
             lost.append(name)
     write(fs, data_dir, topics)
     return RebuildReport({t.name: t.partitions for t in topics.values()}, recovered, lost, damaged_copy)

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping
 
 from broker.cluster.assignment import added_partitions
 from broker.cluster.view import BrokerNode, PartitionState, TopicState
 from broker.replica import Partition, ReplicaManager
 from protocol.errors import ErrorCode, KafkaError
+from storage import topic_ids
 from storage.errors import KafkaStorageError
 
 log = logging.getLogger("minikafka.cluster")
@@ -30,6 +32,10 @@ class LocalCluster:
         self.node = node  # the server sets the advertised address once it has bound its port
         self.topic_deleted: list[Callable[[str], None]] = []  # run after a topic's logs are gone
         self._topics: dict[str, TopicState] | None = None
+        self._names: dict[uuid.UUID, str] | None = None
+        for name, info in self.logs.topics().items():
+            if info.topic_id == topic_ids.ZERO:  # registered by a minikafka older than topic IDs
+                self.logs.set_topic_id(name, topic_ids.new_topic_id())
         for part in replicas.partitions():
             self._lead(part)
 
@@ -74,6 +80,11 @@ class LocalCluster:
     def topic(self, name: str) -> TopicState | None:
         return self.topics().get(name)
 
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        if self._names is None:
+            self._names = {t.topic_id: t.name for t in self.topics().values()}
+        return self._names.get(topic_id)
+
     def _state(self, name: str) -> TopicState:
         info = self.logs.topics()[name]
         states = []
@@ -82,7 +93,7 @@ class LocalCluster:
             epoch = part.leader_epoch if part is not None else LEADER_EPOCH
             me = (self.node.node_id,)
             states.append(PartitionState(index, self.node.node_id, epoch, me, me))
-        return TopicState(name, tuple(states), dict(info.configs))
+        return TopicState(name, info.topic_id, tuple(states), dict(info.configs))
 
     # -- TopicAdmin ----------------------------------------------------------------------------
     def create_topic(
@@ -94,17 +105,19 @@ class LocalCluster:
         validate_only: bool = False,
         replication_factor: int | None = None,
         assignment: dict[int, list[int]] | None = None,
-    ) -> None:
+    ) -> uuid.UUID:
         """One broker: one replica per partition (callers check the factor against `brokers`)."""
         if assignment is not None:
             partitions = len(assignment)
         self.logs.create_topic(name, partitions, configs or {}, validate_only=validate_only)
         if validate_only:
-            return
-        self._topics = None
+            return topic_ids.ZERO
+        self._topics = self._names = None
         for part in self.replicas.host(name, range(partitions)):
             self._lead(part)
-        log.info("created topic %s with %d partitions", name, partitions)
+        topic_id = self.logs.topics()[name].topic_id
+        log.info("created topic %s (id %s) with %d partitions", name, topic_ids.to_text(topic_id), partitions)
+        return topic_id
 
     def add_partitions(
         self,
@@ -122,14 +135,14 @@ class LocalCluster:
         added = self.logs.add_partitions(name, count, validate_only=validate_only)
         if validate_only:
             return
-        self._topics = None
+        self._topics = self._names = None
         for part in self.replicas.host(name, added):
             self._lead(part)
         log.info("topic %s now has %d partitions", name, count)
 
     def delete_topic(self, name: str) -> None:
         self.logs.delete_topic(name)
-        self._topics = None
+        self._topics = self._names = None
         self.replicas.drop_topic(name)
         for callback in self.topic_deleted:
             callback(name)
@@ -140,4 +153,4 @@ class LocalCluster:
     ) -> None:
         self.logs.alter_topic_configs(name, overrides, validate_only=validate_only)
         if not validate_only:
-            self._topics = None
+            self._topics = self._names = None

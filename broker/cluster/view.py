@@ -8,6 +8,7 @@ ZooKeeper.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -55,6 +56,7 @@ class PartitionState:
 @dataclass(frozen=True, slots=True)
 class TopicState:
     name: str
+    topic_id: uuid.UUID
     partitions: tuple[PartitionState, ...]
     configs: dict[str, str] = field(default_factory=dict)  # topic-level overrides
 
@@ -80,6 +82,10 @@ class ClusterView(Protocol):
 
     def topic(self, name: str) -> TopicState | None: ...
 
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        """The name of the topic with this ID; None if no topic has it (deleted, or never was)."""
+        ...
+
 
 class TopicAdmin(Protocol):
     def create_topic(
@@ -91,8 +97,10 @@ class TopicAdmin(Protocol):
         validate_only: bool = False,
         replication_factor: int | None = None,
         assignment: dict[int, list[int]] | None = None,
-    ) -> None:
-        """Create a topic: ``assignment`` ({partition: replicas}) wins over ``partitions`` and the factor
+    ) -> uuid.UUID:
+        """Create a topic and return its new ID (the zero UUID with ``validate_only``).
+
+        ``assignment`` ({partition: replicas}) wins over ``partitions`` and the factor
         (None: ``default.replication.factor``). Raises `KafkaError` (INVALID_TOPIC_EXCEPTION,
         TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG)."""
         ...

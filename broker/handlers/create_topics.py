@@ -1,4 +1,4 @@
-"""CreateTopics: v2-4.
+"""CreateTopics: v2-7.
 
 Behavior:
 - Validates each topic: legal name (Kafka's characters, <= 249, not "." or
@@ -10,14 +10,20 @@ Behavior:
   topic configs by their topic-level names: INVALID_CONFIG; existing topic:
   TOPIC_ALREADY_EXISTS; the same name twice in one request: INVALID_REQUEST.
 - validate_only checks everything and creates nothing.
-Version notes: v2-4 share one layout.
+- v5+: a topic that is (or, with validate_only, would be) created is answered
+  with its partition count, replication factor and every topic config with
+  its value and source, as DescribeConfigs gives them; v7+ with its new topic
+  ID (zero with validate_only). A failed topic: -1, -1, no configs.
+Version notes: v2-4 share one layout; v5 adds the created topic's
+  description and is flexible; v6 is v5's layout (quota errors we never
+  give); v7 adds topic_id.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from broker import registry
+from broker import registry, topic_configs
 from broker.cluster.assignment import check_replicas
 from broker.context import RequestContext
 from broker.topic_results import per_topic
@@ -26,7 +32,8 @@ from protocol.errors import ErrorCode, KafkaError
 API_KEY = 19
 
 
-def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
+def _create(ctx: RequestContext, t: Any, validate_only: bool) -> dict[str, Any]:
+    """Create (or validate) one topic; what v5+ reports about it."""
     broker = ctx.broker
     live = {b.node_id for b in broker.cluster.brokers()}
     partitions = t.num_partitions
@@ -61,7 +68,7 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
                 ErrorCode.INVALID_REPLICATION_FACTOR,
             )
     configs = {c.name: c.value for c in t.configs}
-    broker.admin.create_topic(
+    topic_id = broker.admin.create_topic(
         t.name,
         partitions,
         configs,
@@ -69,11 +76,26 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> None:
         replication_factor=factor,
         assignment=assignment,
     )
+    described = {"topic_id": topic_id, "num_partitions": partitions, "replication_factor": factor}
+    if ctx.version >= 5:
+        overrides = {k: str(v) for k, v in configs.items() if v is not None}
+        described["configs"] = topic_configs.describe_overrides(broker, overrides, None, False)
+    return described
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    results = per_topic(req.topics, lambda t: _create(ctx, t, req.validate_only))
+    described: dict[str, dict[str, Any]] = {}
+
+    def create(t: Any) -> None:
+        described[t.name] = _create(ctx, t, req.validate_only)
+
+    results = per_topic(req.topics, create)
+    for result in results:
+        if result["error_code"] == 0:
+            result.update(described[result["name"]])
+        else:
+            result.update(num_partitions=-1, replication_factor=-1, configs=[])
     return {"throttle_time_ms": 0, "topics": results}
 
 
-registry.register(API_KEY, 2, 4, handle)
+registry.register(API_KEY, 2, 7, handle)

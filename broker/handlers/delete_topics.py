@@ -1,37 +1,81 @@
-"""DeleteTopics: v1-3.
+"""DeleteTopics: v1-6.
 
 Behavior:
-- Deletes each named topic and its partition directories; parked fetches on
-  it are woken (and then answer UNKNOWN_TOPIC_OR_PARTITION).
-- Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; an internal topic
+- Deletes each topic and its partition directories; parked fetches on it are
+  woken (and then answer UNKNOWN_TOPIC_OR_PARTITION).
+- v6 names each topic by name or by topic ID. By ID: an unknown one answers
+  UNKNOWN_TOPIC_ID with a null name; the answer to a topic deleted by name
+  carries its ID. Both a name and an ID, or neither, for one topic:
+  INVALID_REQUEST; so is a name or an ID given twice (each copy answers it),
+  as Kafka 4's controller does.
+- Unknown topic name: UNKNOWN_TOPIC_OR_PARTITION; an internal topic
   (__consumer_offsets): INVALID_REQUEST, the topic stays.
-Version notes: v1-3 share one layout.
+Version notes: v1-4 share one layout; v5 adds error_message, v6 topics by ID
+  (flexible from v4).
 """
 
 from __future__ import annotations
 
+import uuid
+from collections import Counter
 from typing import Any
 
 from broker import registry
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import ZERO_UUID
 
 API_KEY = 20
 
 
+def _result(name: str | None, topic_id: uuid.UUID, code: int, message: str | None = None) -> dict[str, Any]:
+    return {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
+
+
+def _delete(ctx: RequestContext, name: str) -> dict[str, Any]:
+    state = ctx.broker.cluster.topic(name)
+    topic_id = ZERO_UUID if state is None else state.topic_id
+    try:
+        if name in INTERNAL_TOPICS:
+            raise KafkaError("internal topics cannot be deleted", ErrorCode.INVALID_REQUEST)
+        ctx.broker.admin.delete_topic(name)
+    except KafkaError as exc:
+        return _result(name, ZERO_UUID, exc.code, str(exc))
+    return _result(name, topic_id, 0)
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if ctx.version < 6:
+        wanted = [(name, ZERO_UUID) for name in req.topic_names]
+    else:
+        wanted = [(t.name, t.topic_id) for t in req.topics]
+    names = Counter(name for name, topic_id in wanted if topic_id == ZERO_UUID)
+    ids = Counter(topic_id for _, topic_id in wanted if topic_id != ZERO_UUID)
     results = []
-    for name in req.topic_names:
-        code = 0
-        try:
-            if name in INTERNAL_TOPICS:
-                raise KafkaError("internal topics cannot be deleted", ErrorCode.INVALID_REQUEST)
-            ctx.broker.admin.delete_topic(name)
-        except KafkaError as exc:
-            code = exc.code
-        results.append({"name": name, "error_code": code})
+    for name, topic_id in wanted:
+        if topic_id == ZERO_UUID:
+            if name is None:
+                results.append(
+                    _result(None, ZERO_UUID, ErrorCode.INVALID_REQUEST, "neither name nor id given")
+                )
+            elif names[name] > 1:
+                results.append(_result(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "duplicate topic name"))
+            else:
+                results.append(_delete(ctx, name))
+        elif name is not None:
+            results.append(_result(name, topic_id, ErrorCode.INVALID_REQUEST, "both name and id given"))
+        elif ids[topic_id] > 1:
+            results.append(_result(None, topic_id, ErrorCode.INVALID_REQUEST, "duplicate topic id"))
+        else:
+            found = ctx.broker.cluster.topic_name(topic_id)
+            if found is None:
+                results.append(_result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id"))
+            else:
+                result = _delete(ctx, found)
+                result["topic_id"] = topic_id
+                results.append(result)
     return {"throttle_time_ms": 0, "responses": results}
 
 
-registry.register(API_KEY, 1, 3, handle)
+registry.register(API_KEY, 1, 6, handle)

@@ -7,8 +7,8 @@ Behavior:
   states those are empty, as in Kafka.
 - An unknown group is described as state "Dead" with no members and error 0.
 Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds
-  include_authorized_operations / authorized_operations (READ, DELETE and
-  DESCRIBE when asked for: there is no authorization; else INT32_MIN); v4 adds each
+  include_authorized_operations / authorized_operations (every operation on
+  a group when asked for: there is no authorization; else INT32_MIN); v4 adds each
   member's group_instance_id; v5 is flexible.
 Leaves out: throttling; authorization.
 """
@@ -17,20 +17,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker import registry
+from broker import authorized_operations, registry
 from broker.context import RequestContext
 
 API_KEY = 15
 
-# AclOperation codes: READ 3, DELETE 6, DESCRIBE 8 (the operations that apply to a group)
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
-OPERATIONS_NOT_REQUESTED = -(2**31)
-
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    operations = OPERATIONS_NOT_REQUESTED
+    operations = authorized_operations.NOT_REQUESTED
     if ctx.version >= 3 and req.include_authorized_operations:
-        operations = GROUP_OPERATIONS
+        operations = authorized_operations.GROUP
     groups = []
     for group_id in req.groups:
         error, summary = ctx.broker.groups.describe_group(group_id)

@@ -1,90 +1,144 @@
-"""Metadata: v0-5.
+"""Metadata: v0-12.
 
 Behavior:
-- Brokers, controller and every partition's leader, replicas, ISR and offline
-  replicas come from the cluster view (one broker: itself, leading everything
-  with replicas = ISR = [node id]). A partition with no leader answers
-  LEADER_NOT_AVAILABLE with leader -1.
+- Brokers, controller and every partition's leader, leader epoch, replicas,
+  ISR and offline replicas come from the cluster view (one broker: itself,
+  leading everything with replicas = ISR = [node id]). A partition with no
+  leader answers LEADER_NOT_AVAILABLE with leader -1; one whose leader has no
+  endpoint on the listener the request came in on answers LISTENER_NOT_FOUND
+  (v6+; LEADER_NOT_AVAILABLE before, as Kafka).
 - v0: an empty topic list means all topics; v1+: null means all, empty means none.
-- A requested topic that does not exist is created with num.partitions when
-  auto.create.topics.enable is on and the request allows it (v4+
-  allow_auto_topic_creation; always allowed before v4), else
+- By name: a requested topic that does not exist is created with
+  num.partitions when auto.create.topics.enable is on and the request allows
+  it (v4+ allow_auto_topic_creation; always allowed before v4), else
   UNKNOWN_TOPIC_OR_PARTITION. An illegal name: INVALID_TOPIC_EXCEPTION.
+- By ID (v12+, a non-zero topic_id): known IDs are described under their
+  names, an unknown one answers UNKNOWN_TOPIC_ID with a null name; as in
+  Kafka, once any topic is asked for by ID the names in the request are not
+  looked at, and nothing is created. A topic ID or a null name in v10-11:
+  INVALID_REQUEST for every topic asked for.
 - Internal topics (__consumer_offsets) carry is_internal=true.
+- Authorized operations (v8+), when asked for: every operation on a topic
+  (and on the cluster, v8-10), since there is no authorizer; else INT32_MIN.
 Version notes: v1 adds rack/controller/is_internal, v2 cluster_id, v3 throttle,
-  v4 allow_auto_topic_creation, v5 offline_replicas.
+  v4 allow_auto_topic_creation, v5 offline_replicas, v6 LISTENER_NOT_FOUND,
+  v7 leader_epoch, v8 authorized operations, v9 flexible, v10 topic_id,
+  v11 drops the cluster's operations, v12 lookups by topic ID.
 Leaves out: racks (null).
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
-from broker import registry
+from broker import authorized_operations, registry
 from broker.cluster import TopicState
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
+from protocol.schema import ZERO_UUID
 
 API_KEY = 3
 
 
-def _topic(topic: TopicState) -> dict[str, Any]:
-    return {
-        "error_code": 0,
-        "name": topic.name,
-        "is_internal": topic.internal,
-        "partitions": [
+def _topic(ctx: RequestContext, topic: TopicState) -> dict[str, Any]:
+    cluster = ctx.broker.cluster
+    no_listener = ErrorCode.LISTENER_NOT_FOUND if ctx.version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
+    partitions = []
+    for p in topic.partitions:
+        error = 0
+        if p.leader < 0:
+            error = ErrorCode.LEADER_NOT_AVAILABLE
+        else:
+            leader = cluster.broker(p.leader)
+            if leader is not None and leader.address(ctx.listener) is None:
+                error = no_listener
+        partitions.append(
             {
-                "error_code": ErrorCode.LEADER_NOT_AVAILABLE if p.leader < 0 else 0,
+                "error_code": error,
                 "partition_index": p.index,
                 "leader_id": p.leader,
+                "leader_epoch": p.leader_epoch,
                 "replica_nodes": list(p.replicas),
                 "isr_nodes": list(p.isr),
                 "offline_replicas": list(p.offline_replicas),
             }
-            for p in topic.partitions
-        ],
+        )
+    return {
+        "error_code": 0,
+        "name": topic.name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.internal,
+        "partitions": partitions,
     }
 
 
-def _error_topic(name: str, code: int) -> dict[str, Any]:
-    return {"error_code": code, "name": name, "is_internal": False, "partitions": []}
+def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": []}
+
+
+def _by_name(ctx: RequestContext, name: str, allow_create: bool) -> dict[str, Any]:
+    broker = ctx.broker
+    cluster = broker.cluster
+    state = cluster.topic(name)
+    if state is None:
+        if not allow_create:
+            return _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        try:
+            broker.admin.create_topic(name, int(broker.config["num.partitions"]))
+        except KafkaError as exc:
+            return _error_topic(name, exc.code if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS else 0)
+        state = cluster.topic(name)
+        if state is None:  # created, but not yet known here (another broker's controller)
+            return _error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE)
+    return _topic(ctx, state)
+
+
+def _topics(ctx: RequestContext, req: Any) -> list[dict[str, Any]]:
+    cluster = ctx.broker.cluster
+    requested = req.topics
+    if requested is None or (ctx.version == 0 and not requested):
+        return [_topic(ctx, state) for _, state in sorted(cluster.topics().items())]
+    if ctx.version >= 10:
+        by_id = [t.topic_id for t in requested if t.topic_id != ZERO_UUID]
+        if ctx.version < 12 and (by_id or any(t.name is None for t in requested)):
+            # v10-11 answers cannot carry a null name: such a topic is answered as "".
+            return [_error_topic(t.name or "", ErrorCode.INVALID_REQUEST, t.topic_id) for t in requested]
+        if by_id:
+            out = []
+            for topic_id in dict.fromkeys(by_id):
+                name = cluster.topic_name(topic_id)
+                state = None if name is None else cluster.topic(name)
+                out.append(
+                    _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id)
+                    if state is None
+                    else _topic(ctx, state)
+                )
+            return out
+    allow_create = ctx.broker.config["auto.create.topics.enable"] and (
+        ctx.version < 4 or req.allow_auto_topic_creation
+    )
+    return [_by_name(ctx, name, allow_create) for name in dict.fromkeys(t.name for t in requested)]
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    broker = ctx.broker
-    config = broker.config
-    cluster = broker.cluster
-    requested = req.topics
-    if requested is None or (ctx.version == 0 and not requested):
-        names = sorted(cluster.topics())
-    else:
-        names = [t.name for t in requested]
-    allow_create = config["auto.create.topics.enable"] and (ctx.version < 4 or req.allow_auto_topic_creation)
-    topics = []
-    for name in names:
-        state = cluster.topic(name)
-        if state is None:
-            if not allow_create:
-                topics.append(_error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-                continue
-            try:
-                broker.admin.create_topic(name, int(config["num.partitions"]))
-            except KafkaError as exc:
-                code = exc.code if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS else 0
-                topics.append(_error_topic(name, code))
-                continue
-            state = cluster.topic(name)
-            if state is None:  # created, but not yet known here (another broker's controller)
-                topics.append(_error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE))
-                continue
-        topics.append(_topic(state))
+    cluster = ctx.broker.cluster
+    topics = _topics(ctx, req)
+    cluster_operations = authorized_operations.NOT_REQUESTED
+    if ctx.version >= 8:
+        if req.include_topic_authorized_operations:
+            for t in topics:
+                if t["error_code"] not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INVALID_REQUEST):
+                    t["topic_authorized_operations"] = authorized_operations.TOPIC
+        if ctx.version <= 10 and req.include_cluster_authorized_operations:
+            cluster_operations = authorized_operations.CLUSTER
     return {
         "throttle_time_ms": 0,
         "brokers": _brokers(ctx),
         "cluster_id": cluster.cluster_id,
         "controller_id": cluster.controller_id,
         "topics": topics,
+        "cluster_authorized_operations": cluster_operations,
     }
 
 
@@ -99,4 +153,4 @@ def _brokers(ctx: RequestContext) -> list[dict[str, Any]]:
     return out
 
 
-registry.register(API_KEY, 0, 5, handle)
+registry.register(API_KEY, 0, 12, handle)

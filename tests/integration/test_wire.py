@@ -24,7 +24,7 @@ EXPECTED_VERSIONS = {
     0: (0, 7),
     1: (4, 11),
     2: (1, 3),
-    3: (0, 5),
+    3: (0, 12),
     8: (2, 3),
     9: (1, 3),
     10: (0, 6),
@@ -35,8 +35,8 @@ EXPECTED_VERSIONS = {
     15: (0, 5),
     16: (0, 5),
     18: (0, 4),
-    19: (2, 4),
-    20: (1, 3),
+    19: (2, 7),
+    20: (1, 6),
     21: (0, 1),
     22: (0, 1),
     23: (2, 3),
@@ -194,7 +194,7 @@ def test_bad_frame_size_closes(broker: BrokerProcess, size: int) -> None:
     still_serves(broker.port)
 
 
-@pytest.mark.parametrize(("key", "version"), [(9999, 0), (0, 2), (0, 99), (3, 6)])
+@pytest.mark.parametrize(("key", "version"), [(9999, 0), (0, 2), (0, 99), (3, 13)])
 def test_unknown_key_or_version_closes(broker: BrokerProcess, key: int, version: int) -> None:
     with RawClient(broker.port) as c:
         c.send(key, version, b"\x00" * 32)

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from protocol.errors import ErrorCode, KafkaError
-from storage import naming
+from storage import naming, topic_ids
 from storage.config import LogConfig
 from storage.errors import DataDirError, LogDirLockedError
 from storage.log_manager import LogManager, parse_properties
@@ -35,12 +35,21 @@ def test_create_topic_makes_partition_dirs_and_registry(tmp_path) -> None:
         info = mgr.topics()["orders"]
         assert (info.partitions, info.configs) == (3, {"segment.bytes": "5000", "min.insync.replicas": "1"})
         doc = json.loads((data / naming.TOPICS_FILE).read_text())
+        text_id = topic_ids.to_text(info.topic_id)
         assert doc == {
             "version": 1,
             "topics": {
-                "orders": {"partitions": 3, "configs": {"min.insync.replicas": "1", "segment.bytes": "5000"}}
+                "orders": {
+                    "partitions": 3,
+                    "topic_id": text_id,
+                    "configs": {"min.insync.replicas": "1", "segment.bytes": "5000"},
+                }
             },
         }
+        for p in range(3):
+            assert (
+                data / f"orders-{p}" / "partition.metadata"
+            ).read_text() == f"version: 0\ntopic_id: {text_id}"
 
 
 @pytest.mark.parametrize(
@@ -187,9 +196,11 @@ def test_registry_rebuilt_from_dirs_when_missing(tmp_path) -> None:
         log = mgr.get_log("my-topic", 1)
         assert log is not None
         append(log, make_batch(3), now_ms=0)
+        topic_id = mgr.topics()["my-topic"].topic_id
     (tmp_path / "data" / naming.TOPICS_FILE).unlink()
     with _manager(tmp_path) as mgr:
         assert mgr.topics()["my-topic"].partitions == 2
+        assert mgr.topics()["my-topic"].topic_id == topic_id  # from partition.metadata
         log = mgr.get_log("my-topic", 1)
         assert log is not None and log.log_end_offset == 3
 

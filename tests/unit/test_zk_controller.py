@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 
@@ -81,10 +82,17 @@ def test_znodes_round_trip_and_read_kafkas_json() -> None:
     assert znodes.decode_state("s", znodes.encode_state(state)) == state
     kafka_state = b'{"controller_epoch":4,"leader":3,"version":1,"leader_epoch":9,"isr":[3,1]}'
     assert znodes.decode_state("s", kafka_state) == state
-    assert znodes.decode_assignment("t", znodes.encode_assignment({0: [1, 2], 1: [2, 1]})) == {
-        0: [1, 2],
-        1: [2, 1],
-    }
+    topic_id = uuid.UUID(bytes=bytes(range(16)))
+    decoded = znodes.decode_assignment("t", znodes.encode_assignment({0: [1, 2], 1: [2, 1]}, topic_id))
+    assert decoded == znodes.TopicAssignment(topic_id, {0: [1, 2], 1: [2, 1]})
+    # Kafka 2.8+ writes the topic's id in its text form; earlier versions wrote none.
+    kafka_topic = b'{"version":3,"topic_id":"AAECAwQFBgcICQoLDA0ODw","partitions":{"0":[2]},' + (
+        b'"adding_replicas":{},"removing_replicas":{}}'
+    )
+    assert znodes.decode_assignment("t", kafka_topic) == znodes.TopicAssignment(topic_id, {0: [2]})
+    legacy = b'{"version":1,"partitions":{"0":[2,1]}}'
+    assert znodes.decode_assignment("t", legacy) == znodes.TopicAssignment(None, {0: [2, 1]})
+    assert b"topic_id" not in znodes.encode_assignment({0: [1]}, None)
     kafka_broker = json.dumps(
         {"endpoints": ["CONTROLLER://h:1", "PLAINTEXT://kafka-1:9092"], "host": "x", "port": 1, "version": 5}
     ).encode()
@@ -104,7 +112,14 @@ def test_znodes_round_trip_and_read_kafkas_json() -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [b"", b"[]", b'{"partitions": {"0": [1], "2": [1]}}', b'{"partitions": {"0": ["x"]}}', b"\xff"],
+    [
+        b"",
+        b"[]",
+        b'{"partitions": {"0": [1], "2": [1]}}',
+        b'{"partitions": {"0": ["x"]}}',
+        b"\xff",
+        b'{"topic_id": "short", "partitions": {"0": [1]}}',
+    ],
 )
 def test_malformed_assignments_are_value_errors(data: bytes) -> None:
     with pytest.raises(ValueError):

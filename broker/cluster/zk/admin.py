@@ -5,9 +5,9 @@ metadata snapshot the member holds (``snapshot()``), then writes ZooKeeper
 directly (bounded by ``OP_TIMEOUT_S``); the controller and every broker pick
 the change up through their watches:
 
-- create: ``/config/topics/<t>`` and ``/brokers/topics/<t>`` (Kafka's
-  placement, `assignment.py`, unless an assignment is given) in one
-  transaction; the controller then writes the partition states.
+- create: ``/config/topics/<t>`` and ``/brokers/topics/<t>`` (a new topic
+  ID; Kafka's placement, `assignment.py`, unless an assignment is given) in
+  one transaction; the controller then writes the partition states.
 - add partitions: ``/brokers/topics/<t>`` rewritten with the new partitions
   (conditional on its version); the controller writes their states.
 - delete: the mark ``/admin/delete_topics/<t>``; the controller removes the
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,6 +32,7 @@ from broker.cluster.zk import znodes
 from broker.cluster.zk.session import OP_TIMEOUT_S, ZkSession
 from broker.cluster.zk.snapshot import Snapshot
 from protocol.errors import ErrorCode, KafkaError
+from storage import topic_ids
 from storage.config import LogConfig
 from storage.topic_registry import check_new_topic
 
@@ -63,7 +65,7 @@ class ZkAdmin:
         validate_only: bool = False,
         replication_factor: int | None = None,
         assignment: dict[int, list[int]] | None = None,
-    ) -> None:
+    ) -> uuid.UUID:
         given = {k: str(v) for k, v in (configs or {}).items() if v is not None}
         if assignment is not None:
             partitions = len(assignment)
@@ -75,8 +77,8 @@ class ZkAdmin:
         rf = self._default_rf if replication_factor is None or replication_factor < 0 else replication_factor
         placed = assignment or assign_replicas(partitions, rf, sorted(self._snapshot().brokers))
         if validate_only:
-            return
-        self.create(name, len(placed), given, rf, placed, sorted(self._snapshot().brokers))
+            return topic_ids.ZERO
+        return self.create(name, len(placed), given, rf, placed, sorted(self._snapshot().brokers))
 
     def create(
         self,
@@ -86,12 +88,14 @@ class ZkAdmin:
         rf: int,
         placed: dict[int, list[int]] | None,
         live: list[int],
-    ) -> None:
+    ) -> uuid.UUID:
+        """Write the topic's znodes (one transaction) and return its new ID."""
         placed = placed or assign_replicas(partitions, rf, live)
         client = self.session.client
         txn = client.transaction()
         txn.create(znodes.topic_config_path(name), znodes.encode_topic_config(dict(configs)))
-        txn.create(znodes.topic_path(name), znodes.encode_assignment(placed))
+        topic_id = topic_ids.new_topic_id()
+        txn.create(znodes.topic_path(name), znodes.encode_assignment(placed, topic_id))
         results = txn.commit_async().get(timeout=OP_TIMEOUT_S)
         if any(isinstance(r, NodeExistsError) for r in results):
             raise KafkaError(f"topic {name!r} already exists", ErrorCode.TOPIC_ALREADY_EXISTS)
@@ -100,8 +104,15 @@ class ZkAdmin:
             raise KafkaError(
                 f"creating {name!r} in ZooKeeper failed: {failed[0]!r}", ErrorCode.UNKNOWN_SERVER_ERROR
             )
-        log.info("created topic %s: %d partitions, replicas %s", name, partitions, placed)
+        log.info(
+            "created topic %s (id %s): %d partitions, replicas %s",
+            name,
+            topic_ids.to_text(topic_id),
+            partitions,
+            placed,
+        )
         self._written()
+        return topic_id
 
     def add_partitions(
         self,
@@ -123,13 +134,12 @@ class ZkAdmin:
             except NoNodeError:
                 raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
             existing = znodes.decode_assignment(name, data)
-            placed = added_partitions(name, existing, count, assignment, sorted(snap.brokers))
+            placed = added_partitions(name, existing.replicas, count, assignment, sorted(snap.brokers))
             if validate_only:
                 return
+            updated = znodes.encode_assignment({**existing.replicas, **placed}, existing.topic_id)
             try:
-                client.set_async(path, znodes.encode_assignment({**existing, **placed}), stat.version).get(
-                    timeout=OP_TIMEOUT_S
-                )
+                client.set_async(path, updated, stat.version).get(timeout=OP_TIMEOUT_S)
             except BadVersionError:
                 continue  # changed meanwhile: check again against what it is now
             log.info("topic %s: partitions added, replicas %s", name, placed)

@@ -14,12 +14,17 @@ What it does, all on the event loop (ZooKeeper calls in worker threads):
   a follower that truncates (leader epochs) and fetches. The groups of a
   `__consumer_offsets` partition are loaded when it starts leading it and
   dropped when it stops.
+- Topic IDs: local replicas of a topic whose ID differs from the one in
+  ZooKeeper belong to a deleted topic of the same name (deleted and created
+  again while this broker was away) and are deleted; a local topic without an
+  ID (registered before topic IDs) takes ZooKeeper's.
 - As partition leader: writes ISR changes to the state znode conditionally on
   its version (they count only once written) and shrinks the ISR of followers
   lagging ``replica.lag.time.max.ms``.
 - Campaigns for ``/controller`` when nobody holds it; as controller it bumps
   ``/controller_epoch`` and writes the decisions of `controller.py`, each
-  write in a transaction that checks the controller epoch's version, runs
+  write in a transaction that checks the controller epoch's version, gives
+  an ID to any topic without one (written by a Kafka before 2.8), runs
   topic deletions and creates ``__consumer_offsets`` once enough brokers live.
 - ``admin`` (`admin.ZkAdmin`) is its `TopicAdmin`.
 """
@@ -30,6 +35,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
@@ -43,6 +49,7 @@ from broker.cluster.zk.snapshot import Snapshot, read_snapshot
 from broker.replica import Partition, ReplicaManager
 from broker.replica.fetcher import FetcherManager
 from protocol.errors import KafkaError
+from storage import topic_ids
 from storage.errors import KafkaStorageError
 
 log = logging.getLogger("minikafka.cluster")
@@ -84,6 +91,7 @@ class ZkCluster:
         self.leadership_changed: list[Callable[[str, int, bool], None]] = []  # (topic, partition, now leads)
         self._snap = Snapshot()
         self._view: dict[str, TopicState] | None = None
+        self._names: dict[uuid.UUID, str] | None = None
         self._dirty = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -230,7 +238,7 @@ class ZkCluster:
         for problem in snap.problems:
             log.warning("ZooKeeper metadata: %s", problem)
         self._snap = snap
-        self._view = None
+        self._view = self._names = None
         if (
             snap.controller == self.node.node_id
             and self._controller_epoch_version == snap.controller_epoch_version
@@ -253,10 +261,13 @@ class ZkCluster:
         for topic, assignment in snap.assignments.items():
             if topic in snap.deleting:
                 continue
+            topic_id = snap.topic_ids.get(topic)
+            if topic_id is None:
+                continue  # written by a Kafka without topic IDs: the controller is adding one
             for index, replicas in assignment.items():
                 if me not in replicas:
                     continue
-                part = self._local(topic, index, len(assignment), snap.configs.get(topic, {}))
+                part = self._local(topic, topic_id, index, len(assignment), snap.configs.get(topic, {}))
                 if part is None:
                     continue
                 record = snap.states.get((topic, index))
@@ -297,17 +308,43 @@ class ZkCluster:
                 if state.leader >= 0:
                     followed.append(part)
         self.fetchers.follow(followed)
-        for topic in [t for t in self.logs.topics() if t not in snap.assignments or t in snap.deleting]:
-            self._delete_local(topic)
+        for topic, info in self.logs.topics().items():
+            if topic not in snap.assignments or topic in snap.deleting:
+                self._delete_local(topic)
+            elif info.topic_id not in (topic_ids.ZERO, snap.topic_ids.get(topic, info.topic_id)):
+                log.warning(
+                    "local replicas of %s (id %s) belong to a deleted topic of that name",
+                    topic,
+                    topic_ids.to_text(info.topic_id),
+                )
+                self._delete_local(topic)
 
-    def _local(self, topic: str, index: int, count: int, configs: dict[str, str]) -> Partition | None:
-        """The local replica of a partition assigned to us, created (empty) if missing."""
-        part = self.replicas.get((topic, index))
+    def _local(
+        self, topic: str, topic_id: uuid.UUID, index: int, count: int, configs: dict[str, str]
+    ) -> Partition | None:
+        """The local replica of a partition assigned to us, created (empty) if missing.
+
+        Local replicas of a topic with another ID belong to a deleted topic of
+        the same name (deleted while this broker was away): they are deleted
+        first. A local topic with no ID (registered before topic IDs) takes this one.
+        """
         info = self.logs.topics().get(topic)
+        if info is not None and info.topic_id not in (topic_id, topic_ids.ZERO):
+            log.warning(
+                "local replicas of %s have topic id %s, the cluster's is %s: they belong to a deleted topic",
+                topic,
+                topic_ids.to_text(info.topic_id),
+                topic_ids.to_text(topic_id),
+            )
+            self._delete_local(topic)
+            info = None
+        part = self.replicas.get((topic, index))
         try:
             if info is None:
-                self.logs.create_topic(topic, count, configs, hosted=(index,))
+                self.logs.create_topic(topic, count, configs, hosted=(index,), topic_id=topic_id)
                 info = self.logs.topics()[topic]
+            elif info.topic_id == topic_ids.ZERO:
+                self.logs.set_topic_id(topic, topic_id)
             if info.partitions < count:  # CreatePartitions: the registry learns the new count first
                 self.logs.add_partitions(topic, count)
             if index not in info.local_partitions:
@@ -351,6 +388,19 @@ class ZkCluster:
                 with contextlib.suppress(NoNodeError):
                     await self.session.run(client.delete, path, -1, True)
             log.info("controller: deleted topic %s", topic)
+            wrote = True
+        for topic, version in snap.topic_versions.items():
+            if topic in snap.topic_ids or topic in snap.deleting:
+                continue
+            topic_id = topic_ids.new_topic_id()
+            txn = client.transaction()
+            txn.check(znodes.CONTROLLER_EPOCH, self._controller_epoch_version)
+            txn.set_data(
+                znodes.topic_path(topic), znodes.encode_assignment(snap.assignments[topic], topic_id), version
+            )
+            results = await self.session.run(txn.commit)
+            if not any(isinstance(r, Exception) for r in results):
+                log.info("controller: topic %s has no id; gave it %s", topic, topic_ids.to_text(topic_id))
             wrote = True
         n, rf, configs = self._offsets
         if OFFSETS_TOPIC not in snap.assignments and len(snap.brokers) >= rf:
@@ -441,6 +491,11 @@ class ZkCluster:
     def topic(self, name: str) -> TopicState | None:
         return self.topics().get(name)
 
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        if self._names is None:
+            self._names = {t.topic_id: t.name for t in self.topics().values()}
+        return self._names.get(topic_id)
+
     def _state(self, topic: str) -> TopicState:
         live = self._snap.brokers
         states = []
@@ -459,4 +514,5 @@ class ZkCluster:
                 leader = -1
             offline = tuple(r for r in replicas if r not in live)
             states.append(PartitionState(index, leader, epoch, tuple(replicas), tuple(isr), offline))
-        return TopicState(topic, tuple(states), dict(self._snap.configs.get(topic, {})))
+        topic_id = self._snap.topic_ids.get(topic, topic_ids.ZERO)
+        return TopicState(topic, topic_id, tuple(states), dict(self._snap.configs.get(topic, {})))

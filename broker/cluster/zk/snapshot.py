@@ -12,6 +12,7 @@ then znode version).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,8 @@ class Snapshot:
     controller_epoch: int = 0
     controller_epoch_version: int = -1  # -1: /controller_epoch does not exist yet
     assignments: dict[str, dict[int, list[int]]] = field(default_factory=dict)
+    topic_ids: dict[str, uuid.UUID] = field(default_factory=dict)  # topics without one are left out
+    topic_versions: dict[str, int] = field(default_factory=dict)  # znode version of /brokers/topics/<t>
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     states: dict[TopicPartition, StateRecord] = field(default_factory=dict)
     deleting: list[str] = field(default_factory=list)
@@ -130,10 +133,14 @@ def read_snapshot(client: KazooClient, watch: Callable[[Any], None]) -> Snapshot
         if assigned is None:
             continue
         try:
-            snap.assignments[topic] = znodes.decode_assignment(topic, assigned[0])
+            decoded = znodes.decode_assignment(topic, assigned[0])
         except ValueError as exc:
             snap.problems.append(str(exc))
             continue
+        snap.assignments[topic] = decoded.replicas
+        snap.topic_versions[topic] = assigned[1].version
+        if decoded.topic_id is not None:
+            snap.topic_ids[topic] = decoded.topic_id
         try:
             snap.configs[topic] = znodes.decode_topic_config(topic, config[0]) if config else {}
         except ValueError as exc:

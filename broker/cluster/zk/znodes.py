@@ -6,7 +6,8 @@
     /brokers/ids/<id>           (ephemeral)       {"version":5,"host":H,"port":P,"endpoints":["NAME://H:P",...],
                                                    "listener_security_protocol_map":{"NAME":"PLAINTEXT",...},
                                                    "rack":null,"jmx_port":-1,"timestamp":"<ms>"}
-    /brokers/topics/<t>                           {"version":3,"partitions":{"0":[1,2,3],...},
+    /brokers/topics/<t>                           {"version":3,"topic_id":"<base64>",
+                                                   "partitions":{"0":[1,2,3],...},
                                                    "adding_replicas":{},"removing_replicas":{}}
     /brokers/topics/<t>/partitions/<p>/state      {"controller_epoch":C,"leader":L,"version":1,
                                                    "leader_epoch":E,"isr":[...]}
@@ -15,7 +16,8 @@
     /latest_producer_id_block                     {"version":1,"broker":N,"block_start":"S","block_end":"E"}
 
 The creation zxid of /brokers/ids/<id> is the broker epoch; the znode version
-of a partition state is its partition epoch, used for conditional writes.
+of a partition state is its partition epoch, used for conditional writes. A
+topic written by Kafka before 2.8 has no "topic_id"; the controller adds one.
 Decoders raise `ValueError` on anything malformed.
 """
 
@@ -23,9 +25,11 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from dataclasses import dataclass
 
 from broker.cluster.view import BrokerNode
+from storage import topic_ids
 
 CLUSTER_ID = "/cluster/id"
 CONTROLLER = "/controller"
@@ -136,19 +140,31 @@ def decode_broker(node_id: int, data: bytes) -> BrokerNode:
 # -- topics -------------------------------------------------------------------------------------
 
 
-def encode_assignment(assignment: dict[int, list[int]]) -> bytes:
-    return json.dumps(
-        {
-            "version": 3,
-            "partitions": {str(p): replicas for p, replicas in sorted(assignment.items())},
-            "adding_replicas": {},
-            "removing_replicas": {},
-        }
-    ).encode()
+@dataclass(frozen=True, slots=True)
+class TopicAssignment:
+    """A topic znode: its ID (None if written by a Kafka without IDs) and each partition's replicas."""
+
+    topic_id: uuid.UUID | None
+    replicas: dict[int, list[int]]
 
 
-def decode_assignment(topic: str, data: bytes) -> dict[int, list[int]]:
+def encode_assignment(assignment: dict[int, list[int]], topic_id: uuid.UUID | None) -> bytes:
+    doc: dict[str, object] = {"version": 3}
+    if topic_id is not None:
+        doc["topic_id"] = topic_ids.to_text(topic_id)
+    doc["partitions"] = {str(p): replicas for p, replicas in sorted(assignment.items())}
+    doc["adding_replicas"] = {}
+    doc["removing_replicas"] = {}
+    return json.dumps(doc).encode()
+
+
+def decode_assignment(topic: str, data: bytes) -> TopicAssignment:
     doc = _load(data, f"topic {topic}")
+    text_id = doc.get("topic_id")
+    try:
+        topic_id = None if text_id is None else topic_ids.from_text(text_id)
+    except ValueError as exc:
+        raise ValueError(f"topic {topic}: {exc}") from None
     partitions = doc.get("partitions")
     if not isinstance(partitions, dict):
         raise ValueError(f"topic {topic}: no partitions")
@@ -159,7 +175,7 @@ def decode_assignment(topic: str, data: bytes) -> dict[int, list[int]]:
         out[int(key)] = _int_list(replicas, f"topic {topic} partition {key}")
     if sorted(out) != list(range(len(out))):
         raise ValueError(f"topic {topic}: partitions are not 0..{len(out) - 1}")
-    return out
+    return TopicAssignment(topic_id, out)
 
 
 @dataclass(frozen=True, slots=True)
