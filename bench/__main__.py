@@ -13,7 +13,9 @@ Suites (`--suites`, default all), each printing its own table:
 - `spark` (bench/spark.py): the Spark data source against a synthetic Arrow
   source in the same Spark session;
 - `cluster` (bench/cluster.py): three brokers on ZooKeeper against one broker:
-  RF 3 acks=all produce, consume, and failover time after a SIGKILL.
+  RF 3 acks=all produce, consume, and failover time after a SIGKILL;
+- `versions` (bench/versions.py): Produce and Fetch requests/s at Kafka 4's
+  newest versions beside the old ones.
 
 `--quick` runs the broker suite with fewer records per cell. Shared, noisy
 machines: the ratios are the result, not the absolute figures.
@@ -34,15 +36,15 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer records per broker-suite cell")
     ap.add_argument(
         "--suites",
-        default="broker,groups,storage,client,spark,cluster",
-        help="comma-separated: broker, groups, storage, client, spark, cluster",
+        default="broker,groups,storage,client,spark,cluster,versions",
+        help="comma-separated: broker, groups, storage, client, spark, cluster, versions",
     )
     args = ap.parse_args()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]
     for name in suites:
         print(f"\n== bench.{name}", flush=True)
         module = importlib.import_module(f"bench.{name}")
-        if name == "broker":
+        if name in ("broker", "versions"):
             module.run(quick=args.quick)
         else:
             module.run()  # each suite prints its own table

@@ -49,6 +49,7 @@ from typing import Any
 from construct import Container, ListContainer
 
 from protocol.errors import ProtocolError
+from protocol.fast_reader import Reader
 
 VERSIONS = range(4, 12)
 
@@ -61,72 +62,9 @@ _ABORTED = struct.Struct(">qq")
 _PARTITION_HEAD = struct.Struct(">ihqq")  # partition_index, error_code, high_watermark, last_stable_offset
 
 
-class _Reader:
-    """A position in ``buf`` with the reads of the Kafka primitives used here."""
-
-    __slots__ = ("buf", "pos", "end")
-
-    def __init__(self, buf: bytes | bytearray | memoryview, pos: int) -> None:
-        self.buf = buf
-        self.pos = pos
-        self.end = len(buf)
-
-    def unpack(self, fmt: struct.Struct) -> tuple[int, ...]:
-        values = fmt.unpack_from(self.buf, self.pos)
-        self.pos += fmt.size
-        return values
-
-    def i32(self) -> int:
-        (n,) = _I32.unpack_from(self.buf, self.pos)
-        self.pos += 4
-        return n
-
-    def i64(self) -> int:
-        (n,) = _I64.unpack_from(self.buf, self.pos)
-        self.pos += 8
-        return n
-
-    def count(self, nullable: bool = False) -> int:
-        """An INT32 array count (-1 for a null array when ``nullable``), checked against the bytes left."""
-        n = self.i32()
-        if n == -1 and nullable:
-            return -1
-        if n < 0:
-            raise ProtocolError(f"invalid length {n}")
-        if n > self.end - self.pos:
-            raise ProtocolError(f"array count {n} exceeds the bytes left")
-        return n
-
-    def string(self) -> str:
-        (n,) = _I16.unpack_from(self.buf, self.pos)
-        self.pos += 2
-        if n < 0:
-            raise ProtocolError(f"invalid length {n}")
-        if n > self.end - self.pos:
-            raise ProtocolError(f"string length {n} exceeds the bytes left")
-        try:
-            text = str(self.buf[self.pos : self.pos + n], "utf-8")
-        except UnicodeDecodeError as exc:
-            raise ProtocolError(f"invalid UTF-8 in string: {exc.reason}") from None
-        self.pos += n
-        return text
-
-    def nullable_bytes(self, view: memoryview) -> memoryview | None:
-        n = self.i32()
-        if n == -1:
-            return None
-        if n < 0:
-            raise ProtocolError(f"invalid length {n}")
-        if n > self.end - self.pos:
-            raise ProtocolError(f"bytes length {n} exceeds the bytes left")
-        data = view[self.pos : self.pos + n]
-        self.pos += n
-        return data
-
-
 def decode_fetch_request(buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> Container:
     """Decode a Fetch v4-11 request body starting at ``buf[pos]``; ProtocolError if malformed."""
-    r = _Reader(buf, pos)
+    r = Reader(buf, pos)
     try:
         replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level = r.unpack(_REQUEST_HEAD)
         out = Container(
@@ -170,8 +108,7 @@ def decode_fetch_request(buf: bytes | bytearray | memoryview, version: int, pos:
 
 def decode_fetch_response(buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> Container:
     """Decode a Fetch v4-11 response body starting at ``buf[pos]``; ProtocolError if malformed."""
-    r = _Reader(buf, pos)
-    view = memoryview(buf)
+    r = Reader(buf, pos)
     try:
         out = Container(throttle_time_ms=r.i32())
         if version >= 7:
@@ -199,7 +136,7 @@ def decode_fetch_response(buf: bytes | bytearray | memoryview, version: int, pos
                     p.aborted_transactions = aborted
                 if version >= 11:
                     p.preferred_read_replica = r.i32()
-                p.records = r.nullable_bytes(view)
+                p.records = r.nullable_bytes()
                 partitions.append(p)
             responses.append(Container(topic=topic, partitions=partitions))
         out.responses = responses

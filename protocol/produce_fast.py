@@ -1,7 +1,7 @@
-"""Produce request v3-7 decoded with precompiled structs: the hot path's fast twin of the schema.
+"""Produce requests v3-8 and responses v3-7 with precompiled structs: the hot path's fast twins of the schema.
 
-Layout (all big-endian, identical for v3-v7; protocol/messages/produce.py is the
-reference schema and the encoder):
+Request layout (all big-endian, identical for v3-v8; protocol/messages/produce.py
+is the reference schema):
 
     transactional_id  INT16 length, -1 = null, then UTF-8
     acks              INT16
@@ -37,7 +37,8 @@ from construct import Container, ListContainer
 
 from protocol.errors import ProtocolError
 
-VERSIONS = range(3, 8)
+REQUEST_VERSIONS = range(3, 9)
+VERSIONS = range(3, 8)  # of the response encoder (v8 adds record errors: `flexible_fast`)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -60,7 +61,7 @@ def _length(n: int, left: int, what: str) -> None:
 
 
 def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) -> Container:
-    """Decode a Produce v3-7 request body starting at ``buf[pos]``; ProtocolError if malformed."""
+    """Decode a Produce v3-8 request body starting at ``buf[pos]``; ProtocolError if malformed."""
     end = len(buf)
     view = memoryview(buf)
     try:

@@ -1,4 +1,4 @@
-"""Fetch: v4-11.
+"""Fetch: v4-17.
 
 Behavior:
 - Every requested partition is in the answer, empty ones included (kafka-python
@@ -23,7 +23,19 @@ Version notes: v7+ answer session_id 0 (no incremental fetch sessions) and
   leader's HW and the ISR (`ReplicaManager.follower_fetched`).
 - v9+ current_leader_epoch older than the partition's: FENCED_LEADER_EPOCH;
   newer: UNKNOWN_LEADER_EPOCH.
-Leaves out: fetch sessions, throttling.
+- v12+ last_fetched_epoch (>= 0): if this log's end offset for that epoch is
+  below fetch_offset, or the log has only older epochs, the fetcher's log
+  diverged: the answer carries diverging_epoch (the largest epoch <= it and
+  its end offset) and no records, and a follower's fetch state is not
+  updated; it truncates there and fetches again.
+- v12+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH come with the leader
+  this broker knows of (current_leader); v16+ the response lists the
+  addresses of those leaders (node_endpoints), as KIP-951.
+- v13+ names topics by ID, in requests and answers: an unknown ID answers
+  UNKNOWN_TOPIC_ID for each of its partitions.
+Version notes: v12 is flexible, v13 topic IDs, v15 replica_state instead of
+  replica_id, v16 node_endpoints, v17 replica_directory_id (ignored).
+Leaves out: fetch sessions, throttling, rack-aware preferred read replicas.
 """
 
 from __future__ import annotations
@@ -32,8 +44,7 @@ import asyncio
 import time
 from typing import Any
 
-from broker import registry
-from broker.broker import Broker
+from broker import leader_hints, registry
 from broker.context import RequestContext
 from broker.replica import TopicPartition
 from protocol.errors import ErrorCode, KafkaError
@@ -55,23 +66,55 @@ def _partition(index: int, code: int, hw: int = -1, start: int = -1, records: by
     }
 
 
-def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
+def _replica_id(version: int, req: Any) -> int:
+    return req.replica_state.replica_id if version >= 15 else req.replica_id
+
+
+def _diverging(plog: Any, p: Any) -> dict[str, int] | None:
+    """The fetcher's diverging epoch (v12+ last_fetched_epoch), or None if its log agrees with ours."""
+    last_epoch = p.get("last_fetched_epoch", -1)
+    if last_epoch < 0:
+        return None
+    epoch, end = plog.leader_epochs.end_offset_for(last_epoch, plog.log_end_offset)
+    if epoch < last_epoch or end < p.fetch_offset:
+        return {"epoch": epoch, "end_offset": end}
+    return None
+
+
+def _topic_names(ctx: RequestContext, req: Any) -> list[str | None]:
+    """Each request topic's name (v13+: looked up by ID; None if no topic has it)."""
+    if ctx.version < 13:
+        return [t.topic for t in req.topics]
+    return [ctx.broker.cluster.topic_name(t.topic_id) for t in req.topics]
+
+
+def _read(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[list[dict[str, Any]], int, bool]:
     """(topic responses, record bytes in them, whether any partition answers an error)."""
+    broker = ctx.broker
     budget = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
     total = 0
     errored = False
     responses = []
-    follower = req.replica_id >= 0
+    replica_id = _replica_id(ctx.version, req)
+    follower = replica_id >= 0
     now_ms = int(time.time() * 1000)
-    for topic in req.topics:
+    for topic, name in zip(req.topics, names, strict=True):
         parts = []
         for p in topic.partitions:
             try:
-                part = broker.replicas.leader(topic.topic, p.partition)
+                if name is None:
+                    raise KafkaError("unknown topic id", ErrorCode.UNKNOWN_TOPIC_ID)
+                part = broker.replicas.leader(name, p.partition)
                 part.check_epoch(p.get("current_leader_epoch", -1))
                 plog = part.log
+                diverging = _diverging(plog, p) if ctx.version >= 12 else None
+                if diverging is not None:
+                    result = _partition(p.partition, 0, plog.high_watermark, plog.log_start_offset)
+                    result["diverging_epoch"] = diverging
+                    parts.append(result)
+                    continue
                 if follower:
-                    broker.replicas.follower_fetched(part, req.replica_id, p.fetch_offset, now_ms)
+                    broker.replicas.follower_fetched(part, replica_id, p.fetch_offset, now_ms)
                 hw = plog.high_watermark
                 start = plog.log_start_offset
                 end = plog.log_end_offset if follower else hw
@@ -93,28 +136,45 @@ def _read(broker: Broker, req: Any) -> tuple[list[dict[str, Any]], int, bool]:
                     total += len(records)
                     if broker.metrics is not None and records:
                         count = sum(h.record_count for h in validate_batches(records, check_crc=False))
-                        broker.metrics.fetched(topic.topic, len(records), count)
+                        broker.metrics.fetched(name, len(records), count)
                 parts.append(_partition(p.partition, 0, hw, start, records))
             except KafkaError as exc:
-                parts.append(_partition(p.partition, exc.code))
+                result = _partition(p.partition, exc.code)
+                if ctx.version >= 12 and exc.code in leader_hints.WRONG_LEADER and name is not None:
+                    result["current_leader"] = leader_hints.current_leader(ctx, name, p.partition)
+                parts.append(result)
                 errored = True
-        responses.append({"topic": topic.topic, "partitions": parts})
+        responses.append({"topic": name, "topic_id": topic.get("topic_id"), "partitions": parts})
     return responses, total, errored
 
 
-def _answer(responses: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+def _answer(ctx: RequestContext, responses: list[dict[str, Any]]) -> dict[str, Any]:
+    answer = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    if ctx.version >= 16:
+        leaders = [
+            p["current_leader"]["leader_id"]
+            for t in responses
+            for p in t["partitions"]
+            if "current_leader" in p
+        ]
+        if leaders:
+            answer["node_endpoints"] = leader_hints.node_endpoints(ctx, leaders)
+    return answer
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
-    responses, total, errored = _read(ctx.broker, req)
+    names = _topic_names(ctx, req)
+    responses, total, errored = _read(ctx, req, names)
     if errored or total >= req.min_bytes or req.max_wait_ms <= 0:
-        return _answer(responses)
-    return _long_poll(ctx.broker, req)
+        return _answer(ctx, responses)
+    return _long_poll(ctx, req, names)
 
 
-async def _long_poll(broker: Broker, req: Any) -> dict[str, Any]:
-    tps: list[TopicPartition] = [(t.topic, p.partition) for t in req.topics for p in t.partitions]
+async def _long_poll(ctx: RequestContext, req: Any, names: list[str | None]) -> dict[str, Any]:
+    broker = ctx.broker
+    tps: list[TopicPartition] = [
+        (name, p.partition) for t, name in zip(req.topics, names, strict=True) if name for p in t.partitions
+    ]
     deadline = time.monotonic() + req.max_wait_ms / 1000
     while True:
         wait = deadline - time.monotonic()
@@ -126,9 +186,9 @@ async def _long_poll(broker: Broker, req: Any) -> dict[str, Any]:
                 pass
             finally:
                 broker.replicas.unpark(fut, tps)
-        responses, total, errored = _read(broker, req)
+        responses, total, errored = _read(ctx, req, names)
         if errored or total >= req.min_bytes or time.monotonic() >= deadline or broker.shutting_down:
-            return _answer(responses)
+            return _answer(ctx, responses)
 
 
-registry.register(API_KEY, 4, 11, handle)
+registry.register(API_KEY, 4, 17, handle)

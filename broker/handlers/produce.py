@@ -1,4 +1,4 @@
-"""Produce: v3-7 (v0-2 advertised, rejected if sent).
+"""Produce: v3-11 (v0-2 advertised, rejected if sent).
 
 Behavior:
 - Per partition: the record set must be one or more RecordBatch v2 whose sizes,
@@ -29,7 +29,13 @@ Behavior:
 - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION (Produce never creates topics);
   internal topics (__consumer_offsets) are written by the broker only:
   INVALID_TOPIC_EXCEPTION.
-Version notes: v5+ carry log_start_offset in the response; v3-7 share the request layout.
+- v8+: a partition's error comes with its message (error_message).
+- v10+: NOT_LEADER_OR_FOLLOWER comes with the leader and epoch this broker
+  knows of (current_leader) and the response with their addresses
+  (node_endpoints), as KIP-951 (`broker.leader_hints`).
+Version notes: v5+ carry log_start_offset in the response; v3-8 share the
+  request layout; v8 adds record_errors and error_message; v9 is flexible;
+  v10 adds the leader hints; v11 is v10's layout.
 Leaves out: throttling, timestamp-difference validation, per-record validation of
   compressed batches (batches are stored as sent).
 """
@@ -40,7 +46,7 @@ import logging
 import time
 from typing import Any
 
-from broker import registry
+from broker import leader_hints, registry
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.replica import Partition
@@ -63,6 +69,29 @@ def _partition_result(
         "log_append_time_ms": append_time,
         "log_start_offset": start,
     }
+
+
+def _error_result(ctx: RequestContext, index: int, exc: KafkaError) -> dict[str, Any]:
+    result = _partition_result(index, exc.code)
+    if ctx.version >= 8:
+        result["error_message"] = str(exc)
+    return result
+
+
+def _with_leader_hints(ctx: RequestContext, response: dict[str, Any]) -> dict[str, Any]:
+    """v10+: point NOT_LEADER_OR_FOLLOWER partitions at their leader (KIP-951)."""
+    if ctx.version < 10:
+        return response
+    leaders = []
+    for topic in response["responses"]:
+        for result in topic["partition_responses"]:
+            if result["error_code"] in leader_hints.WRONG_LEADER:
+                hint = leader_hints.current_leader(ctx, topic["name"], result["index"])
+                result["current_leader"] = hint
+                leaders.append(hint["leader_id"])
+    if leaders:
+        response["node_endpoints"] = leader_hints.node_endpoints(ctx, leaders)
+    return response
 
 
 def _append(
@@ -122,7 +151,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
                 result, part, last = _append(ctx, topic.name, pd.index, pd.records, acks, now_ms)
             except KafkaError as exc:
                 log.debug("produce %s-%d rejected: %s", topic.name, pd.index, exc)
-                result, part, last = _partition_result(pd.index, exc.code), None, -1
+                result, part, last = _error_result(ctx, pd.index, exc), None, -1
             except OSError as exc:
                 log.error("produce %s-%d: storage error: %s", topic.name, pd.index, exc)
                 result, part, last = _partition_result(pd.index, ErrorCode.KAFKA_STORAGE_ERROR), None, -1
@@ -137,7 +166,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
         return None
     if to_sync:
         return _after_fsync(ctx, response, to_sync, acks == -1, req.timeout_ms)
-    return response
+    return _with_leader_hints(ctx, response)
 
 
 async def _after_fsync(
@@ -161,7 +190,7 @@ async def _after_fsync(
             code = await ctx.broker.replicas.wait_for_replication(part, last + 1, max(timeout_ms, 0) / 1000)
             if code:
                 result.update(error_code=code, base_offset=-1)
-    return response
+    return _with_leader_hints(ctx, response)
 
 
-registry.register(API_KEY, 3, 7, handle, advertise_min=0)
+registry.register(API_KEY, 3, 11, handle, advertise_min=0)

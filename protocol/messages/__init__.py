@@ -18,9 +18,10 @@ from typing import Any
 
 from construct import ConstructError, Container
 
-from protocol import fetch_fast, produce_fast
+from protocol import fetch_fast, flexible_fast, produce_fast
 from protocol.api_keys import API_KEYS
 from protocol.errors import ProtocolError
+from protocol.fast_reader import HasTaggedFields
 
 MODULES: dict[int, ModuleType] = {
     key: importlib.import_module(f"protocol.messages.{module}")
@@ -30,10 +31,16 @@ MODULES: dict[int, ModuleType] = {
 # {api_key: Kafka's API name} for logs and errors, e.g. API_NAMES[0] == "Produce".
 API_NAMES: dict[int, str] = {key: m.NAME for key, m in MODULES.items()}
 
-# Hand-written encoders of the hot responses: {api_key: (versions they cover, encoder)}.
+# Hand-written encoders of the hot responses: {api_key: [(versions they cover, encoder), ...]}.
 _FAST_ENCODERS = {
-    0: (produce_fast.VERSIONS, produce_fast.encode_response_parts),
-    1: (fetch_fast.VERSIONS, fetch_fast.encode_response_parts),
+    0: [
+        (produce_fast.VERSIONS, produce_fast.encode_response_parts),
+        (flexible_fast.PRODUCE_RESPONSE_VERSIONS, flexible_fast.encode_produce_response),
+    ],
+    1: [
+        (fetch_fast.VERSIONS, fetch_fast.encode_response_parts),
+        (flexible_fast.FETCH_VERSIONS, flexible_fast.encode_fetch_response),
+    ],
 }
 
 
@@ -73,10 +80,19 @@ def decode_request(api_key: int, version: int, body: bytes | memoryview, offset:
     """Decode the request body at ``body[offset:]``; any malformed input raises ProtocolError."""
     if not 0 <= offset <= len(body):
         raise ProtocolError(f"body offset {offset} outside 0..{len(body)}")
-    if api_key == 0 and version in produce_fast.VERSIONS:
-        return produce_fast.decode_produce_request(body, offset)  # the hot path: precompiled structs
-    if api_key == 1 and version in fetch_fast.VERSIONS:
-        return fetch_fast.decode_fetch_request(body, version, offset)  # every follower round trip: same
+    try:
+        if api_key == 0:  # the hot path: precompiled structs
+            if version in produce_fast.REQUEST_VERSIONS:
+                return produce_fast.decode_produce_request(body, offset)
+            if version in flexible_fast.PRODUCE_REQUEST_VERSIONS:
+                return flexible_fast.decode_produce_request(body, offset)
+        elif api_key == 1:  # every consumer and follower round trip: the same
+            if version in fetch_fast.VERSIONS:
+                return fetch_fast.decode_fetch_request(body, version, offset)
+            if version in flexible_fast.FETCH_VERSIONS:
+                return flexible_fast.decode_fetch_request(body, version, offset)
+    except HasTaggedFields:
+        pass  # the schema names and checks them
     return _decode("REQUEST", api_key, version, body, offset)
 
 
@@ -108,15 +124,18 @@ def encode_response_parts(api_key: int, version: int, obj: dict[str, Any]) -> li
 
     Produce and Fetch responses of the versions `_FAST_ENCODERS` covers are
     built with precompiled structs (Fetch's record sets are not copied); the
-    rest are built by their construct schema as one chunk.
+    rest, and those with fields the fast encoders leave to the schema, are
+    built by their construct schema as one chunk.
     """
-    versions, fast = _FAST_ENCODERS.get(api_key, ((), None))
-    if fast is None or version not in versions:
-        return [encode_response(api_key, version, obj)]
-    try:
-        return fast(version, obj)
-    except (KeyError, TypeError, AttributeError, struct.error, UnicodeEncodeError) as exc:
-        raise ProtocolError(f"cannot encode response api {api_key} v{version}: {exc}") from None
+    for versions, fast in _FAST_ENCODERS.get(api_key, ()):
+        if version in versions:
+            try:
+                return fast(version, obj)
+            except flexible_fast.NeedsSchema:
+                break  # fields the fast encoder leaves to the schema
+            except (KeyError, TypeError, AttributeError, struct.error, UnicodeEncodeError) as exc:
+                raise ProtocolError(f"cannot encode response api {api_key} v{version}: {exc}") from None
+    return [encode_response(api_key, version, obj)]
 
 
 def error_response(api_key: int, version: int, code: int) -> dict[str, Any] | None:

@@ -24,6 +24,14 @@ def value(samples: dict, name: str, **labels: str) -> float:  # type: ignore[typ
     return samples.get((name, tuple(sorted(labels.items()))), 0.0)
 
 
+def any_version(samples: dict, name: str, **labels: str) -> float:  # type: ignore[type-arg]
+    """The sum of a metric over every API version, for the other ``labels`` given."""
+    wanted = set(labels.items())
+    return sum(
+        v for (n, got), v in samples.items() if n == name and wanted <= {x for x in got if x[0] != "version"}
+    )
+
+
 def test_metrics_move_with_traffic(tmp_path: Path) -> None:
     from kafka import KafkaConsumer, KafkaProducer
 
@@ -55,8 +63,9 @@ def test_metrics_move_with_traffic(tmp_path: Path) -> None:
         assert value(during, "minikafka_topic_records_in_total", topic="metered") == 50
         assert value(during, "minikafka_topic_records_out_total", topic="metered") >= 50
         assert value(during, "minikafka_topic_bytes_in_total", topic="metered") > 5000
-        assert value(during, "minikafka_requests_total", api="Produce", version="7") >= 1
-        assert value(during, "minikafka_requests_total", api="Fetch", version="11") >= 1
+        # at whatever versions kafka-python negotiated
+        assert any_version(during, "minikafka_requests_total", api="Produce") >= 1
+        assert any_version(during, "minikafka_requests_total", api="Fetch") >= 1
         assert value(during, "minikafka_request_latency_seconds_count", api="Produce") >= 1
         assert value(during, "minikafka_log_end_offset", topic="metered", partition="0") == 50
         assert value(during, "minikafka_log_size_bytes", topic="metered", partition="0") > 5000
@@ -68,7 +77,7 @@ def test_metrics_move_with_traffic(tmp_path: Path) -> None:
         with RawClient(proc.port) as c:
             assert fetch(c, "metered", 999).error_code == 1
         after = scrape(mport)
-        assert value(after, "minikafka_request_errors_total", api="Fetch", version="11", error="1") == 1
+        assert any_version(after, "minikafka_request_errors_total", api="Fetch", error="1") == 1
         # large Produce frames, one after another: their receive buffers are reused, not made anew
         big = KafkaProducer(bootstrap_servers=proc.bootstrap, linger_ms=0, max_request_size=2_000_000)
         for i in range(6):

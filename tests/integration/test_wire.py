@@ -21,8 +21,8 @@ from tests.broker_process import BrokerProcess
 from tests.wire import RawClient
 
 EXPECTED_VERSIONS = {
-    0: (0, 7),
-    1: (4, 11),
+    0: (0, 11),
+    1: (4, 17),
     2: (1, 3),
     3: (0, 12),
     8: (2, 3),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from protocol.messages import decode_response, encode_response, encode_response_parts
@@ -16,6 +18,7 @@ def sample(records: list[bytes | None], aborted: list[dict[str, int]] | None) ->
         "responses": [
             {
                 "topic": "tópico",
+                "topic_id": uuid.UUID(int=7),  # v13+ name topics by ID
                 "partitions": [
                     {
                         "partition_index": i,
@@ -30,7 +33,7 @@ def sample(records: list[bytes | None], aborted: list[dict[str, int]] | None) ->
                     for i, rec in enumerate(records)
                 ],
             },
-            {"topic": "empty", "partitions": []},
+            {"topic": "empty", "topic_id": uuid.UUID(int=8), "partitions": []},
         ],
     }
 

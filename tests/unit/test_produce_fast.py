@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from protocol.errors import ProtocolError
 from protocol.messages import _decode, decode_request, encode_request, encode_response, encode_response_parts
-from protocol.produce_fast import VERSIONS, decode_produce_request
+from protocol.produce_fast import REQUEST_VERSIONS, decode_produce_request
 
 names = st.text(min_size=0, max_size=8)
 records = st.one_of(st.none(), st.binary(max_size=40))
@@ -48,7 +48,7 @@ def _agree(version: int, body: bytes) -> None:
     assert fast == slow
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", REQUEST_VERSIONS)
 @settings(max_examples=60, deadline=None)
 @given(obj=requests, data=st.data())
 def test_fast_decoder_agrees_with_schema(version: int, obj: dict[str, Any], data: st.DataObject) -> None:
@@ -134,7 +134,7 @@ responses = st.fixed_dictionaries(
 )
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", REQUEST_VERSIONS)
 @settings(max_examples=60, deadline=None)
 @given(obj=responses)
 def test_fast_response_encoder_matches_schema(version: int, obj: dict[str, Any]) -> None:

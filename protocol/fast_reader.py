@@ -1,0 +1,146 @@
+"""`Reader`: Kafka's wire primitives read straight from a buffer, for the hand-written fast decoders.
+
+Classic (INT16/INT32 length prefixes) and compact (KIP-482: UNSIGNED_VARINT
+length + 1, 0 = null) reads, with the generic primitives' bounds: every length
+and count is checked against the bytes left before anything is read or
+allocated, varints are at most five bytes and fit 32 bits, and malformed
+input raises ProtocolError. Reads past the end raise ``struct.error``, which
+the decoders turn into ProtocolError with the position.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+
+from protocol.errors import ProtocolError
+
+I16 = struct.Struct(">h")
+I32 = struct.Struct(">i")
+I64 = struct.Struct(">q")
+
+
+class HasTaggedFields(Exception):
+    """A tag buffer holds fields: the caller decodes the message with its schema instead."""
+
+
+class Reader:
+    """A position in ``buf`` with the reads of the Kafka primitives."""
+
+    __slots__ = ("buf", "pos", "end", "view")
+
+    def __init__(self, buf: bytes | bytearray | memoryview, pos: int) -> None:
+        self.buf = buf
+        self.pos = pos
+        self.end = len(buf)
+        self.view = memoryview(buf)
+
+    def unpack(self, fmt: struct.Struct) -> tuple[int, ...]:
+        values = fmt.unpack_from(self.buf, self.pos)
+        self.pos += fmt.size
+        return values
+
+    def i32(self) -> int:
+        (n,) = I32.unpack_from(self.buf, self.pos)
+        self.pos += 4
+        return n
+
+    def i64(self) -> int:
+        (n,) = I64.unpack_from(self.buf, self.pos)
+        self.pos += 8
+        return n
+
+    def count(self, nullable: bool = False) -> int:
+        """An INT32 array count (-1 for a null array when ``nullable``), checked against the bytes left."""
+        n = self.i32()
+        if n == -1 and nullable:
+            return -1
+        if n < 0:
+            raise ProtocolError(f"invalid length {n}")
+        if n > self.end - self.pos:
+            raise ProtocolError(f"array count {n} exceeds the bytes left")
+        return n
+
+    def _text(self, n: int) -> str:
+        try:
+            text = str(self.buf[self.pos : self.pos + n], "utf-8")
+        except UnicodeDecodeError as exc:
+            raise ProtocolError(f"invalid UTF-8 in string: {exc.reason}") from None
+        self.pos += n
+        return text
+
+    def _slice(self, n: int) -> memoryview:
+        data = self.view[self.pos : self.pos + n]
+        self.pos += n
+        return data
+
+    def string(self) -> str:
+        (n,) = I16.unpack_from(self.buf, self.pos)
+        self.pos += 2
+        if n < 0:
+            raise ProtocolError(f"invalid length {n}")
+        if n > self.end - self.pos:
+            raise ProtocolError(f"string length {n} exceeds the bytes left")
+        return self._text(n)
+
+    def nullable_bytes(self) -> memoryview | None:
+        n = self.i32()
+        if n == -1:
+            return None
+        if n < 0:
+            raise ProtocolError(f"invalid length {n}")
+        if n > self.end - self.pos:
+            raise ProtocolError(f"bytes length {n} exceeds the bytes left")
+        return self._slice(n)
+
+    def uvarint(self) -> int:
+        """An unsigned varint of at most five bytes whose value fits 32 bits (as the schema reads it)."""
+        buf, pos = self.buf, self.pos
+        if pos < self.end and buf[pos] < 0x80:
+            self.pos = pos + 1
+            return buf[pos]
+        result = 0
+        for i in range(5):
+            if pos >= self.end:
+                raise ProtocolError("truncated varint")
+            byte = buf[pos]
+            pos += 1
+            result |= (byte & 0x7F) << (7 * i)
+            if byte < 0x80:
+                if result > 0xFFFFFFFF:
+                    raise ProtocolError("varint out of range")
+                self.pos = pos
+                return result
+        raise ProtocolError("varint longer than 5 bytes")
+
+    def compact_length(self, nullable: bool, what: str, unit: int = 1) -> int:
+        """A compact length or count (-1: null), checked against the bytes left (``unit`` bytes each)."""
+        n = self.uvarint() - 1
+        if n < 0:
+            if nullable:
+                return -1
+            raise ProtocolError(f"invalid length {n}")
+        if n * unit > self.end - self.pos:
+            raise ProtocolError(f"{what} {n} exceeds the bytes left")
+        return n
+
+    def compact_string(self, nullable: bool = False) -> str | None:
+        n = self.compact_length(nullable, "string length")
+        return None if n < 0 else self._text(n)
+
+    def compact_bytes(self) -> memoryview | None:
+        """COMPACT_NULLABLE_BYTES / COMPACT_RECORDS as a view into the buffer (writable when it is)."""
+        n = self.compact_length(True, "bytes length")
+        return None if n < 0 else self._slice(n)
+
+    def uuid(self) -> uuid.UUID:
+        if self.end - self.pos < 16:
+            raise ProtocolError("uuid truncated")
+        value = uuid.UUID(bytes=bytes(self.buf[self.pos : self.pos + 16]))
+        self.pos += 16
+        return value
+
+    def no_tags(self) -> None:
+        """An empty tag buffer; `HasTaggedFields` if it holds any."""
+        if self.uvarint() != 0:
+            raise HasTaggedFields
