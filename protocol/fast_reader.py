@@ -1,11 +1,12 @@
-"""`Reader`: Kafka's wire primitives read straight from a buffer, for the hand-written fast decoders.
+"""`Reader`: Kafka's wire primitives read straight from a buffer, for the hand-written fast codecs.
 
 Classic (INT16/INT32 length prefixes) and compact (KIP-482: UNSIGNED_VARINT
 length + 1, 0 = null) reads, with the generic primitives' bounds: every length
 and count is checked against the bytes left before anything is read or
 allocated, varints are at most five bytes and fit 32 bits, and malformed
 input raises ProtocolError. Reads past the end raise ``struct.error``, which
-the decoders turn into ProtocolError with the position.
+the decoders turn into ProtocolError with the position. `string_bytes` and
+`compact_string_bytes` write the two string forms for the fast encoders.
 """
 
 from __future__ import annotations
@@ -14,10 +15,25 @@ import struct
 import uuid
 
 from protocol.errors import ProtocolError
+from protocol.varint import encode_uvarint
 
 I16 = struct.Struct(">h")
 I32 = struct.Struct(">i")
 I64 = struct.Struct(">q")
+
+
+def string_bytes(text: str) -> bytes:
+    """STRING: INT16 length, then UTF-8; ProtocolError past 32767 bytes, as the schema's String."""
+    data = text.encode("utf-8")
+    if len(data) > 0x7FFF:
+        raise ProtocolError(f"string too long: {len(data)}")
+    return I16.pack(len(data)) + data
+
+
+def compact_string_bytes(text: str) -> bytes:
+    """COMPACT_STRING: UNSIGNED_VARINT length + 1, then UTF-8."""
+    data = text.encode("utf-8")
+    return encode_uvarint(len(data) + 1) + data
 
 
 class HasTaggedFields(Exception):

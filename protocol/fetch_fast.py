@@ -49,13 +49,10 @@ from typing import Any
 from construct import Container, ListContainer
 
 from protocol.errors import ProtocolError
-from protocol.fast_reader import Reader
+from protocol.fast_reader import I16, I32, I64, Reader, string_bytes
 
 VERSIONS = range(4, 12)
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 _REQUEST_HEAD = struct.Struct(">iiiib")
 _SESSION = struct.Struct(">ii")
 _ABORTED = struct.Struct(">qq")
@@ -112,7 +109,7 @@ def decode_fetch_response(buf: bytes | bytearray | memoryview, version: int, pos
     try:
         out = Container(throttle_time_ms=r.i32())
         if version >= 7:
-            (out.error_code,) = r.unpack(_I16)
+            (out.error_code,) = r.unpack(I16)
             out.session_id = r.i32()
         responses = ListContainer()
         for _ in range(r.count()):
@@ -161,34 +158,33 @@ def encode_response_parts(version: int, r: dict[str, Any]) -> list[bytes]:
     if version not in VERSIONS:
         raise ProtocolError(f"Fetch v{version} has no fast encoder")
     parts: list[bytes] = []
-    out = bytearray(_I32.pack(r["throttle_time_ms"]))
+    out = bytearray(I32.pack(r["throttle_time_ms"]))
     if version >= 7:
         out += _I16_I32.pack(r["error_code"], r["session_id"])
-    out += _I32.pack(len(r["responses"]))
+    out += I32.pack(len(r["responses"]))
     for t in r["responses"]:
-        name = t["topic"].encode("utf-8")
-        out += _I16.pack(len(name)) + name
-        out += _I32.pack(len(t["partitions"]))
+        out += string_bytes(t["topic"])
+        out += I32.pack(len(t["partitions"]))
         for p in t["partitions"]:
             out += _PARTITION_HEAD.pack(
                 p["partition_index"], p["error_code"], p["high_watermark"], p["last_stable_offset"]
             )
             if version >= 5:
-                out += _I64.pack(p["log_start_offset"])
+                out += I64.pack(p["log_start_offset"])
             aborted = p["aborted_transactions"]
             if aborted is None:
                 out += _NULL
             else:
-                out += _I32.pack(len(aborted))
+                out += I32.pack(len(aborted))
                 for a in aborted:
                     out += _ABORTED.pack(a["producer_id"], a["first_offset"])
             if version >= 11:
-                out += _I32.pack(p["preferred_read_replica"])
+                out += I32.pack(p["preferred_read_replica"])
             records = p["records"]
             if records is None:
                 out += _NULL
                 continue
-            out += _I32.pack(len(records))
+            out += I32.pack(len(records))
             if len(records) <= _SMALL_RECORDS:
                 out += records
             else:

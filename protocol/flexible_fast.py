@@ -27,27 +27,23 @@ on generated, truncated, mutated and arbitrary input.
 from __future__ import annotations
 
 import struct
-import uuid
 from typing import Any
 
 from construct import Container, ListContainer
 
 from protocol.errors import ProtocolError
-from protocol.fast_reader import Reader
+from protocol.fast_reader import I32, Reader, compact_string_bytes, string_bytes
+from protocol.schema import ZERO_UUID
 from protocol.varint import encode_uvarint
 
 PRODUCE_REQUEST_VERSIONS = range(9, 12)
 PRODUCE_RESPONSE_VERSIONS = range(8, 12)
 FETCH_VERSIONS = range(12, 18)
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _FETCH_HEAD = struct.Struct(">iiiibii")  # replica_id, max_wait, min_bytes, max_bytes, isolation, session
 _FETCH_HEAD_V15 = struct.Struct(">iiibii")  # the same without replica_id (a tagged field from v15)
 _FETCH_PARTITION = struct.Struct(">iiqiqi")  # partition, leader epoch, offset, last epoch, log start, max
-_ZERO_UUID = uuid.UUID(int=0)
 _NO_TAGS = b"\x00"
 
 
@@ -106,7 +102,7 @@ def decode_fetch_request(buf: bytes | bytearray | memoryview, version: int, pos:
                     partition_max_bytes=max_bytes,
                 )
                 if version >= 17:
-                    p.replica_directory_id = _ZERO_UUID
+                    p.replica_directory_id = ZERO_UUID
                 r.no_tags()
                 partitions.append(p)
             r.no_tags()
@@ -139,11 +135,6 @@ _SMALL_RECORDS = 4096  # record sets up to this size are copied into the header 
 _FETCH_TAGGED = ("diverging_epoch", "current_leader", "snapshot_id")
 
 
-def _compact_string(text: str) -> bytes:
-    data = text.encode("utf-8")
-    return encode_uvarint(len(data) + 1) + data
-
-
 def encode_produce_response(version: int, obj: dict[str, Any]) -> list[bytes]:
     """A Produce v8-11 response as one chunk, byte for byte the schema's; `NeedsSchema` if it has extras."""
     if version not in PRODUCE_RESPONSE_VERSIONS:
@@ -153,17 +144,11 @@ def encode_produce_response(version: int, obj: dict[str, Any]) -> list[bytes]:
     flexible = version >= 9
     out = bytearray()
     topics = obj["responses"]
-    out += encode_uvarint(len(topics) + 1) if flexible else _I32.pack(len(topics))
+    out += encode_uvarint(len(topics) + 1) if flexible else I32.pack(len(topics))
     for topic in topics:
-        if flexible:
-            out += _compact_string(topic["name"])
-        else:
-            name = topic["name"].encode("utf-8")
-            if len(name) > 0x7FFF:
-                raise ProtocolError(f"string too long: {len(name)}")
-            out += _I16.pack(len(name)) + name
+        out += compact_string_bytes(topic["name"]) if flexible else string_bytes(topic["name"])
         parts = topic["partition_responses"]
-        out += encode_uvarint(len(parts) + 1) if flexible else _I32.pack(len(parts))
+        out += encode_uvarint(len(parts) + 1) if flexible else I32.pack(len(parts))
         for p in parts:
             if p.get("record_errors") or p.get("error_message") is not None or "current_leader" in p:
                 raise NeedsSchema
@@ -174,7 +159,7 @@ def encode_produce_response(version: int, obj: dict[str, Any]) -> list[bytes]:
             out += b"\x01\x00\x00" if flexible else b"\x00\x00\x00\x00\xff\xff"
         if flexible:
             out += _NO_TAGS
-    out += _I32.pack(obj["throttle_time_ms"])
+    out += I32.pack(obj["throttle_time_ms"])
     if flexible:
         out += _NO_TAGS
     return [bytes(out)]
@@ -192,7 +177,7 @@ def encode_fetch_response(version: int, r: dict[str, Any]) -> list[bytes]:
     out = bytearray(_THROTTLE_ERROR_SESSION.pack(r["throttle_time_ms"], r["error_code"], r["session_id"]))
     out += encode_uvarint(len(r["responses"]) + 1)
     for t in r["responses"]:
-        out += t["topic_id"].bytes if by_id else _compact_string(t["topic"])
+        out += t["topic_id"].bytes if by_id else compact_string_bytes(t["topic"])
         out += encode_uvarint(len(t["partitions"]) + 1)
         for p in t["partitions"]:
             for key in _FETCH_TAGGED:
@@ -212,7 +197,7 @@ def encode_fetch_response(version: int, r: dict[str, Any]) -> list[bytes]:
                 out += encode_uvarint(len(aborted) + 1)
                 for a in aborted:
                     out += _ABORTED.pack(a["producer_id"], a["first_offset"]) + _NO_TAGS
-            out += _I32.pack(p["preferred_read_replica"])
+            out += I32.pack(p["preferred_read_replica"])
             records = p["records"]
             if records is None:
                 out += b"\x00" + _NO_TAGS

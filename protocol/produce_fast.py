@@ -36,12 +36,11 @@ from typing import Any
 from construct import Container, ListContainer
 
 from protocol.errors import ProtocolError
+from protocol.fast_reader import I16, I32, string_bytes
 
 REQUEST_VERSIONS = range(3, 9)
 VERSIONS = range(3, 8)  # of the response encoder (v8 adds record errors: `flexible_fast`)
 
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
 _ACKS_TIMEOUT_COUNT = struct.Struct(">hii")
 _INDEX_LENGTH = struct.Struct(">ii")
 
@@ -65,7 +64,7 @@ def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) ->
     end = len(buf)
     view = memoryview(buf)
     try:
-        (n,) = _I16.unpack_from(buf, pos)
+        (n,) = I16.unpack_from(buf, pos)
         pos += 2
         if n == -1:
             transactional_id = None
@@ -78,12 +77,12 @@ def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) ->
         _length(topic_count, end - pos, "array count")
         topics = ListContainer()
         for _ in range(topic_count):
-            (n,) = _I16.unpack_from(buf, pos)
+            (n,) = I16.unpack_from(buf, pos)
             pos += 2
             _length(n, end - pos, "string length")
             name = _text(buf, pos, n)
             pos += n
-            (part_count,) = _I32.unpack_from(buf, pos)
+            (part_count,) = I32.unpack_from(buf, pos)
             pos += 4
             _length(part_count, end - pos, "array count")
             partitions = ListContainer()
@@ -119,15 +118,11 @@ def encode_response_parts(version: int, obj: dict[str, Any]) -> list[bytes]:
         raise ProtocolError(f"Produce v{version} has no fast encoder")
     out = bytearray()
     topics = obj["responses"]
-    out += _I32.pack(len(topics))
+    out += I32.pack(len(topics))
     for topic in topics:
-        name = topic["name"].encode("utf-8")
-        if len(name) > 0x7FFF:
-            raise ProtocolError(f"string too long: {len(name)}")
-        out += _I16.pack(len(name))
-        out += name
+        out += string_bytes(topic["name"])
         parts = topic["partition_responses"]
-        out += _I32.pack(len(parts))
+        out += I32.pack(len(parts))
         for p in parts:
             if version >= 5:
                 out += _PARTITION_V5.pack(
@@ -141,5 +136,5 @@ def encode_response_parts(version: int, obj: dict[str, Any]) -> list[bytes]:
                 out += _PARTITION_V3.pack(
                     p["index"], p["error_code"], p["base_offset"], p["log_append_time_ms"]
                 )
-    out += _I32.pack(obj["throttle_time_ms"])
+    out += I32.pack(obj["throttle_time_ms"])
     return [bytes(out)]
