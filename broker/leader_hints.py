@@ -27,12 +27,15 @@ def current_leader(ctx: RequestContext, topic: str, index: int) -> dict[str, int
     return {"leader_id": -1, "leader_epoch": -1}
 
 
-def node_endpoints(ctx: RequestContext, node_ids: Iterable[int]) -> list[dict[str, Any]]:
-    """The address of each live broker in ``node_ids`` on the request's listener, by node id."""
+def node_endpoints(ctx: RequestContext, node_ids: Iterable[int] | None = None) -> list[dict[str, Any]]:
+    """{node_id, host, port, rack} of each live broker in ``node_ids`` (None: every live broker), by
+    node id, at its address on the listener the request came in on. Like Kafka, a broker without
+    that listener is left out. Metadata's broker list is this too."""
+    cluster = ctx.broker.cluster
+    nodes = cluster.brokers() if node_ids is None else [cluster.broker(n) for n in sorted(set(node_ids))]
     out = []
-    for node_id in sorted(set(node_ids)):
-        node = ctx.broker.cluster.broker(node_id)
+    for node in nodes:
         address = None if node is None else node.address(ctx.listener)
         if node is not None and address is not None:
-            out.append({"node_id": node_id, "host": address[0], "port": address[1], "rack": node.rack})
+            out.append({"node_id": node.node_id, "host": address[0], "port": address[1], "rack": node.rack})
     return out

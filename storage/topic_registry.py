@@ -283,14 +283,14 @@ def rebuild(fs: FileSystem, data_dir: str, default_config: LogConfig | None = No
     recovered, lost = [], []
     for name, found in sorted(partition_dirs(fs, data_dir).items()):
         kept = old.get(name)
-        rebuilt = _from_dir(fs, data_dir, name, found, default_config)
         if kept is not None and found <= set(kept.local_partitions):
-            topics[name] = (
-                kept if kept.topic_id != topic_ids.ZERO else replace(kept, topic_id=rebuilt.topic_id)
-            )
+            if kept.topic_id == topic_ids.ZERO:
+                found_id = _id_from_dirs(fs, data_dir, name, sorted(found))
+                kept = replace(kept, topic_id=found_id or topic_ids.ZERO)
+            topics[name] = kept
             recovered.append(name)
         else:
-            topics[name] = rebuilt
+            topics[name] = _from_dir(fs, data_dir, name, found, default_config)
             lost.append(name)
     write(fs, data_dir, topics)
     return RebuildReport({t.name: t.partitions for t in topics.values()}, recovered, lost, damaged_copy)

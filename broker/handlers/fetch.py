@@ -148,9 +148,9 @@ def _read(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[list[
     return responses, total, errored
 
 
-def _answer(ctx: RequestContext, responses: list[dict[str, Any]]) -> dict[str, Any]:
+def _answer(ctx: RequestContext, responses: list[dict[str, Any]], errored: bool) -> dict[str, Any]:
     answer = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
-    if ctx.version >= 16:
+    if errored and ctx.version >= 16:  # leader hints come with errors only: no loop on the hot path
         leaders = [
             p["current_leader"]["leader_id"]
             for t in responses
@@ -166,7 +166,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     names = _topic_names(ctx, req)
     responses, total, errored = _read(ctx, req, names)
     if errored or total >= req.min_bytes or req.max_wait_ms <= 0:
-        return _answer(ctx, responses)
+        return _answer(ctx, responses, errored)
     return _long_poll(ctx, req, names)
 
 
@@ -188,7 +188,7 @@ async def _long_poll(ctx: RequestContext, req: Any, names: list[str | None]) -> 
                 broker.replicas.unpark(fut, tps)
         responses, total, errored = _read(ctx, req, names)
         if errored or total >= req.min_bytes or time.monotonic() >= deadline or broker.shutting_down:
-            return _answer(ctx, responses)
+            return _answer(ctx, responses, errored)
 
 
 registry.register(API_KEY, 4, 17, handle)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from broker import authorized_operations, registry
+from broker import authorized_operations, leader_hints, registry
 from broker.cluster import TopicState
 from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
@@ -134,23 +134,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             cluster_operations = authorized_operations.CLUSTER
     return {
         "throttle_time_ms": 0,
-        "brokers": _brokers(ctx),
+        "brokers": leader_hints.node_endpoints(ctx),
         "cluster_id": cluster.cluster_id,
         "controller_id": cluster.controller_id,
         "topics": topics,
         "cluster_authorized_operations": cluster_operations,
     }
-
-
-def _brokers(ctx: RequestContext) -> list[dict[str, Any]]:
-    """Live brokers at their addresses on the listener this request came in on (Kafka leaves out
-    a broker that has no such listener)."""
-    out = []
-    for b in ctx.broker.cluster.brokers():
-        address = b.address(ctx.listener)
-        if address is not None:
-            out.append({"node_id": b.node_id, "host": address[0], "port": address[1], "rack": b.rack})
-    return out
 
 
 registry.register(API_KEY, 0, 12, handle)
