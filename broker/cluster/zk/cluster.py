@@ -38,6 +38,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 
+from kazoo.client import TransactionRequest
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from broker.cluster.view import BrokerNode, PartitionState, TopicState
@@ -258,6 +259,7 @@ class ZkCluster:
         my_czxid = snap.broker_czxid.get(me, -1)
         followed: list[Partition] = []
         now = _now_ms()
+        self._drop_stale(snap)
         for topic, assignment in snap.assignments.items():
             if topic in snap.deleting:
                 continue
@@ -308,14 +310,20 @@ class ZkCluster:
                 if state.leader >= 0:
                     followed.append(part)
         self.fetchers.follow(followed)
+        for topic in [t for t in self.logs.topics() if t not in snap.assignments or t in snap.deleting]:
+            self._delete_local(topic)
+
+    def _drop_stale(self, snap: Snapshot) -> None:
+        """Delete local replicas whose topic ID is not ZooKeeper's for that name: they belong to a
+        deleted topic (deleted and created again while this broker was away)."""
         for topic, info in self.logs.topics().items():
-            if topic not in snap.assignments or topic in snap.deleting:
-                self._delete_local(topic)
-            elif info.topic_id not in (topic_ids.ZERO, snap.topic_ids.get(topic, info.topic_id)):
+            current = snap.topic_ids.get(topic)
+            if current is not None and info.topic_id not in (topic_ids.ZERO, current):
                 log.warning(
-                    "local replicas of %s (id %s) belong to a deleted topic of that name",
+                    "local replicas of %s have topic id %s, the cluster's is %s: they belong to a deleted topic",
                     topic,
                     topic_ids.to_text(info.topic_id),
+                    topic_ids.to_text(current),
                 )
                 self._delete_local(topic)
 
@@ -324,20 +332,10 @@ class ZkCluster:
     ) -> Partition | None:
         """The local replica of a partition assigned to us, created (empty) if missing.
 
-        Local replicas of a topic with another ID belong to a deleted topic of
-        the same name (deleted while this broker was away): they are deleted
-        first. A local topic with no ID (registered before topic IDs) takes this one.
+        A local topic with no ID (registered before topic IDs) takes this one;
+        one with another ID was deleted first (`_drop_stale`).
         """
         info = self.logs.topics().get(topic)
-        if info is not None and info.topic_id not in (topic_id, topic_ids.ZERO):
-            log.warning(
-                "local replicas of %s have topic id %s, the cluster's is %s: they belong to a deleted topic",
-                topic,
-                topic_ids.to_text(info.topic_id),
-                topic_ids.to_text(topic_id),
-            )
-            self._delete_local(topic)
-            info = None
         part = self.replicas.get((topic, index))
         try:
             if info is None:
@@ -393,13 +391,11 @@ class ZkCluster:
             if topic in snap.topic_ids or topic in snap.deleting:
                 continue
             topic_id = topic_ids.new_topic_id()
-            txn = client.transaction()
-            txn.check(znodes.CONTROLLER_EPOCH, self._controller_epoch_version)
+            txn = self._fenced_transaction()
             txn.set_data(
                 znodes.topic_path(topic), znodes.encode_assignment(snap.assignments[topic], topic_id), version
             )
-            results = await self.session.run(txn.commit)
-            if not any(isinstance(r, Exception) for r in results):
+            if await self._commit(txn):
                 log.info("controller: topic %s has no id; gave it %s", topic, topic_ids.to_text(topic_id))
             wrote = True
         n, rf, configs = self._offsets
@@ -410,17 +406,15 @@ class ZkCluster:
         writes = plan_state_writes(snap, self._controller_epoch, preferred=self._preferred)
         for w in writes:
             topic, index = w.tp
-            txn = client.transaction()
-            txn.check(znodes.CONTROLLER_EPOCH, self._controller_epoch_version)
+            txn = self._fenced_transaction()
             data = znodes.encode_state(w.state)
             if w.expected_version < 0:
                 await self.session.run(client.ensure_path, znodes.partition_path(topic, index))
                 txn.create(znodes.state_path(topic, index), data)
             else:
                 txn.set_data(znodes.state_path(topic, index), data, w.expected_version)
-            results = await self.session.run(txn.commit)
-            if any(isinstance(r, Exception) for r in results):
-                log.debug("controller write for %s-%d lost a race: %s", topic, index, results)
+            if not await self._commit(txn):
+                log.debug("controller write for %s-%d lost a race", topic, index)
             else:
                 log.info(
                     "controller: %s-%d leader %d epoch %d ISR %s",
@@ -432,6 +426,17 @@ class ZkCluster:
                 )
             wrote = True
         return wrote
+
+    def _fenced_transaction(self) -> TransactionRequest:
+        """A transaction that applies only while our controller epoch is the current one."""
+        txn = self.session.client.transaction()
+        txn.check(znodes.CONTROLLER_EPOCH, self._controller_epoch_version)
+        return txn
+
+    async def _commit(self, txn: TransactionRequest) -> bool:
+        """Commit; False if any operation failed (a race lost, or a newer controller)."""
+        results = await self.session.run(txn.commit)
+        return not any(isinstance(r, Exception) for r in results)
 
     # -- ISR changes, as partition leader ---------------------------------------------------------
     def _request_isr(self, part: Partition, isr: list[int]) -> None:
