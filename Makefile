@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 RUN_STAMP := $(VENV)/.installed-run
 TEST_STAMP := $(VENV)/.installed-test
 BENCH_STAMP := $(VENV)/.installed-bench
+# Node.js clients for tests/compat/test_node_clients.py, from npm (package-lock.json pins them).
+NODE_STAMP := tests/node/node_modules/.installed
 # Binaries the broker bench drives (Debian packages: redis-server, redis-tools, iperf3, fio, kcat).
 BENCH_BINS := redis-server redis-benchmark iperf3 fio kcat
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -13,7 +15,7 @@ PORT ?= 9092
 # Docker's compose v2 plugin if installed, else Debian's docker-compose (v1).
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
-.PHONY: run cluster messages test test-all test-cluster test-faults fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: node-clients run cluster messages test test-all test-cluster test-faults fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -26,6 +28,12 @@ $(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@ $(RUN_STAMP)
 
+$(NODE_STAMP): tests/node/package.json tests/node/package-lock.json
+	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+node-clients: $(NODE_STAMP)
+
 run: $(RUN_STAMP)
 	$(BIN)/python -m broker --data-dir $(DATA_DIR) --host 127.0.0.1 --port $(PORT)
 
@@ -33,10 +41,10 @@ run: $(RUN_STAMP)
 cluster: $(RUN_STAMP) zookeeper-tools
 	$(BIN)/python -m broker.dev_cluster --data-dir $(DATA_DIR)
 
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest -q
 
-test-all: $(TEST_STAMP)
+test-all: $(TEST_STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest -q -m ''
 
 # Three brokers on a real ZooKeeper (Debian's package), brokers killed with SIGKILL.

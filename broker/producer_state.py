@@ -171,6 +171,13 @@ class PartitionProducers:
         """Producer id -> last offset of its last batch (the cleaner keeps those batches)."""
         return {pid: p.batches[-1].last_offset for pid, p in self.producers.items() if p.batches}
 
+    def describe(self) -> list[tuple[int, int, int, int]]:
+        """DescribeProducers: ``(producer id, epoch, last sequence (-1: none), last append ms)`` per producer."""
+        return [
+            (pid, p.epoch, p.batches[-1].last_seq if p.batches else -1, p.last_timestamp)
+            for pid, p in sorted(self.producers.items())
+        ]
+
     def expire(self, now_ms: int, expiration_ms: int) -> int:
         """Forget producers idle for ``expiration_ms`` or more; returns how many."""
         doomed = [pid for pid, p in self.producers.items() if now_ms - p.last_timestamp >= expiration_ms]

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.broker import Broker
+from broker.config_types import TOPIC_CONFIG_TYPES, UNKNOWN, value_type
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import BROKER_CONFIG_NAMES, LogConfig
 
@@ -29,15 +30,24 @@ _BROKER_SYNONYM = {topic: broker for broker, (topic, scale) in BROKER_CONFIG_NAM
 
 
 def _entry(
-    name: str, value: str | None, read_only: bool, source: int, synonyms: list[dict[str, Any]]
+    name: str,
+    value: str | None,
+    read_only: bool,
+    source: int,
+    synonyms: list[dict[str, Any]],
+    config_type: int = UNKNOWN,
+    documentation: str | None = None,
 ) -> dict[str, Any]:
     return {
         "name": name,
         "value": value,
         "read_only": read_only,
+        "is_default": source == SOURCE_DEFAULT,
         "config_source": source,
         "is_sensitive": False,
         "synonyms": synonyms,
+        "config_type": config_type,
+        "documentation": documentation,
     }
 
 
@@ -50,17 +60,24 @@ def _topic(broker: Broker, name: str) -> tuple[dict[str, str], dict[str, str]]:
     return info.configs, effective.to_topic_configs()
 
 
-def describe_topic(broker: Broker, name: str, keys: list[str] | None, synonyms: bool) -> list[dict[str, Any]]:
+def describe_topic(
+    broker: Broker, name: str, keys: list[str] | None, synonyms: bool, documentation: bool = False
+) -> list[dict[str, Any]]:
     overrides, _ = _topic(broker, name)
-    return describe_overrides(broker, overrides, keys, synonyms)
+    return describe_overrides(broker, overrides, keys, synonyms, documentation)
 
 
 def describe_overrides(
-    broker: Broker, overrides: dict[str, str], keys: list[str] | None, synonyms: bool
+    broker: Broker,
+    overrides: dict[str, str],
+    keys: list[str] | None,
+    synonyms: bool,
+    documentation: bool = False,
 ) -> list[dict[str, Any]]:
-    """Every topic-level config of a topic with these ``overrides``: value, source and synonyms.
+    """Every topic-level config of a topic with these ``overrides``: value, source, type and synonyms.
 
     ``keys``: only these (unknown ones left out); None: all. ValueError if an override is invalid.
+    ``documentation``: add each config's one-line description.
     """
     values = LogConfig.from_topic_configs(overrides, broker.logs.default_config).to_topic_configs()
     out = []
@@ -79,13 +96,25 @@ def describe_overrides(
         source = (
             SOURCE_DYNAMIC_TOPIC if key in overrides else SOURCE_STATIC_BROKER if static else SOURCE_DEFAULT
         )
-        out.append(_entry(key, values[key], False, source, chain if synonyms else []))
+        kind, doc = TOPIC_CONFIG_TYPES.get(key, (UNKNOWN, None))
+        out.append(
+            _entry(
+                key,
+                values[key],
+                False,
+                source,
+                chain if synonyms else [],
+                kind,
+                doc if documentation else None,
+            )
+        )
     return out
 
 
 def describe_broker(
     broker: Broker, name: str, keys: list[str] | None, synonyms: bool
 ) -> list[dict[str, Any]]:
+    """The broker's static configuration (read-only); typed as the topic config it defaults, if any."""
     if name not in ("", str(broker.node_id)):
         raise KafkaError(f"unknown broker {name!r}", ErrorCode.INVALID_REQUEST)
     config = broker.config
@@ -96,7 +125,11 @@ def describe_broker(
         source = SOURCE_DEFAULT if config.sources[key] == "default" else SOURCE_STATIC_BROKER
         value = str(config[key])
         chain = [{"name": key, "value": value, "source": source}] if synonyms else []
-        out.append(_entry(key, value, True, source, chain))
+        topic_key = BROKER_CONFIG_NAMES.get(key, ("", 0))[0]
+        kind = (
+            TOPIC_CONFIG_TYPES[topic_key][0] if topic_key in TOPIC_CONFIG_TYPES else value_type(config[key])
+        )
+        out.append(_entry(key, value, True, source, chain, kind))
     return out
 
 

@@ -1,4 +1,5 @@
-"""Per-topic results of the topic admin APIs (CreateTopics, CreatePartitions).
+"""Per-topic results of the topic admin APIs (CreateTopics, CreatePartitions), and the
+per-partition error answers of the offset APIs (OffsetCommit, OffsetDelete).
 
 Kafka answers each topic of such a request on its own: a topic named twice
 gets INVALID_REQUEST, a `KafkaError` raised for one topic becomes that
@@ -8,7 +9,7 @@ topic's error code and message, and the other topics go ahead.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
@@ -29,3 +30,37 @@ def per_topic(topics: Sequence[Any], act: Callable[[Any], None]) -> list[dict[st
                 code, message = exc.code, str(exc)
         results.append({"name": t.name, "error_code": code, "error_message": message})
     return results
+
+
+def partition_codes(topics: Sequence[Any], codes: dict[tuple[str, int], int]) -> list[dict[str, Any]]:
+    """{name, partitions: [{partition_index, error_code}]} for each request topic (``.name`` and
+    ``.partitions`` of ``.partition_index``), in request order, codes from ``codes``."""
+    return [
+        {
+            "name": t.name,
+            "partitions": [
+                {"partition_index": p.partition_index, "error_code": codes[(t.name, p.partition_index)]}
+                for p in t.partitions
+            ],
+        }
+        for t in topics
+    ]
+
+
+def split_unknown(
+    known: Mapping[str, Any], topics: Sequence[Any]
+) -> tuple[dict[tuple[str, int], int], list[tuple[tuple[str, int], Any]]]:
+    """Partitions of request ``topics`` that the cluster lacks (UNKNOWN_TOPIC_OR_PARTITION each),
+    and the ``((topic, index), request partition)`` pairs of the ones it has. ``known``: name ->
+    topic state with a ``partitions`` list."""
+    unknown: dict[tuple[str, int], int] = {}
+    present: list[tuple[tuple[str, int], Any]] = []
+    for t in topics:
+        info = known.get(t.name)
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if info is None or not 0 <= p.partition_index < len(info.partitions):
+                unknown[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                present.append((tp, p))
+    return unknown, present

@@ -98,6 +98,11 @@ class LeaderEpochCache:
         end = self._entries[i][1] if i < len(self._entries) else log_end_offset
         return found, end
 
+    def epoch_for_offset(self, offset: int) -> int:
+        """The epoch under which ``offset`` was written (largest start offset <= it), -1 if none."""
+        i = bisect_right([start for _, start in self._entries], offset)
+        return self._entries[i - 1][0] if i else -1
+
     def flush(self) -> None:
         """Atomically rewrite the checkpoint file."""
         self._fs.atomic_write(self.path, format_checkpoint(self._entries))

@@ -731,6 +731,27 @@ class PartitionLog:
                 break
         return None
 
+    def max_timestamp_record(self) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record with the log's largest timestamp, below the HW.
+
+        ListOffsets -3 (KIP-734): the segment with the largest timestamp (the first
+        such), then the first record there carrying it; None if the log is empty or
+        that record is not yet below the high watermark, as Kafka answers.
+        """
+        self._check_usable()
+        best: LogSegment | None = None
+        for seg in self._segments:
+            if seg.largest_timestamp >= 0 and (
+                best is None or seg.largest_timestamp > best.largest_timestamp
+            ):
+                best = seg
+        if best is None:
+            return None
+        found = best.find_offset_for_timestamp(best.largest_timestamp, self._log_start)
+        if found is None or found[0] >= self._hw:
+            return None
+        return found
+
     def _sealed_timestamp_prefix(self) -> list[int]:
         """Running maximum of the sealed segments' largest timestamps (cached until the list changes)."""
         key = (self._dir_gen, len(self._segments))

@@ -11,6 +11,16 @@ from tests.broker_process import BrokerProcess
 
 
 @pytest.fixture
+def gbroker(tmp_path: Path) -> Iterator[BrokerProcess]:
+    """A broker for group tests: a new group's first rebalance waits 100 ms, not Kafka's 3 s."""
+    proc = BrokerProcess(tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}).start()
+    try:
+        yield proc
+    finally:
+        assert proc.stop() == 0, proc.log()
+
+
+@pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     """A fresh broker subprocess on a free port with a temp data dir."""
     proc = BrokerProcess(tmp_path / "data").start()

@@ -93,6 +93,7 @@ from broker.groups.records import (
     encode_offset_key,
     encode_offset_value,
 )
+from protocol.consumer_subscription import subscribed_topics
 from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("minikafka.groups")
@@ -143,6 +144,11 @@ class OffsetCommit:
     offset: int
     metadata: str | None
     leader_epoch: int = -1
+
+
+def _client_reason(req: JoinRequest) -> str:
+    """JoinGroup v8+'s reason (KIP-800) as the rebalance log line shows it."""
+    return f"; client reason: {req.reason}" if req.reason else ""
 
 
 def _group_store_error(code: ErrorCode) -> ErrorCode:
@@ -379,7 +385,7 @@ class GroupCoordinator:
             pending = group.pending_members.pop(member_id, None)
             if pending is not None:
                 pending.cancel()
-        self._maybe_prepare_rebalance(group, f"member {member_id} joined")
+        self._maybe_prepare_rebalance(group, f"member {member_id} joined{_client_reason(req)}")
 
     def _update_member(self, member: Member, req: JoinRequest, callback: JoinCallback | None) -> None:
         if member.join_callback is not None and member.join_callback is not callback:
@@ -394,7 +400,7 @@ class GroupCoordinator:
         self, group: Group, member: Member, req: JoinRequest, callback: JoinCallback
     ) -> None:
         self._update_member(member, req, callback)
-        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined")
+        self._maybe_prepare_rebalance(group, f"member {member.member_id} rejoined{_client_reason(req)}")
 
     def _replace_static_member(
         self, group: Group, new_id: str, req: JoinRequest, callback: JoinCallback
@@ -646,15 +652,38 @@ class GroupCoordinator:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE  # Stable, or CompletingRebalance (heartbeats may start after the join answer)
 
-    def leave_group(self, group_id: str, member_id: str) -> ErrorCode:
+    def leave_group(self, group_id: str, member_id: str, reason: str | None = None) -> ErrorCode:
+        """LeaveGroup v0-2: one dynamic member."""
+        error, codes = self.leave_members(group_id, [(member_id, None)], reason)
+        return error if error != ErrorCode.NONE else codes[0]
+
+    def leave_members(
+        self, group_id: str, members: Sequence[tuple[str, str | None]], reason: str | None = None
+    ) -> tuple[ErrorCode, list[ErrorCode]]:
+        """LeaveGroup v3+: ``(group error, one code per (member id, group instance id))``.
+
+        A static member (instance id given) is found by its instance id; a member id
+        other than "" that is not the instance's current one is FENCED_INSTANCE_ID.
+        """
         error = self._check(group_id)
         if error is not None:
-            return error
+            return error, []
         group = self._groups.get(group_id)
         if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID, []
         if group.is_(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        why = f" ({reason})" if reason else ""
+        return ErrorCode.NONE, [self._leave_one(group, m, i, why) for m, i in members]
+
+    def _leave_one(self, group: Group, member_id: str, instance_id: str | None, why: str) -> ErrorCode:
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if member_id not in ("", current):
+                return ErrorCode.FENCED_INSTANCE_ID
+            member_id = current
         pending = group.pending_members.pop(member_id, None)
         if pending is not None:
             pending.cancel()
@@ -664,8 +693,8 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        log.info("group %s: member %s left", group.group_id, member_id)
-        self._remove_member_and_update_group(group, member, f"member {member_id} left")
+        log.info("group %s: member %s left%s", group.group_id, member_id, why)
+        self._remove_member_and_update_group(group, member, f"member {member_id} left{why}")
         return ErrorCode.NONE
 
     def _remove_member(self, group: Group, member: Member) -> None:
@@ -737,8 +766,13 @@ class GroupCoordinator:
         retention_time_ms: int,
         offsets: dict[TopicPartition, OffsetCommit],
         callback: Callable[[dict[TopicPartition, ErrorCode]], None],
+        missing_group: ErrorCode = ErrorCode.ILLEGAL_GENERATION,
     ) -> None:
-        """Validate membership, then persist; ``callback`` gets one error code per partition."""
+        """Validate membership, then persist; ``callback`` gets one error code per partition.
+
+        ``missing_group``: the answer to a generation >= 0 for a group that does not
+        exist (OffsetCommit v9+ says GROUP_ID_NOT_FOUND).
+        """
 
         def fail(code: ErrorCode) -> None:
             callback({tp: code for tp in offsets})
@@ -750,7 +784,7 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if group is None:
             if generation_id >= 0:
-                fail(ErrorCode.ILLEGAL_GENERATION)  # a member of a group that no longer exists
+                fail(missing_group)  # a member of a group that no longer exists
                 return
             group = self._add_group(group_id)  # a standalone consumer using Kafka only for offsets
         if group.is_(GroupState.DEAD):
@@ -891,6 +925,65 @@ class GroupCoordinator:
         ]
         records.append((encode_group_key(GroupKey(group.group_id)), None))
         return records
+
+    def delete_offsets(
+        self,
+        group_id: str,
+        partitions: Sequence[TopicPartition],
+        callback: Callable[[ErrorCode, dict[TopicPartition, ErrorCode]], None],
+    ) -> None:
+        """OffsetDelete: forget committed offsets; ``callback(group error, code per partition)``.
+
+        As Kafka: an Empty group loses every one asked for; a consumer group with
+        members keeps those of topics a member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC);
+        any other group with members is NON_EMPTY_GROUP. Answered once the tombstones are stored.
+        """
+        error = self._check(group_id)
+        if error is not None:
+            callback(error, {})
+            return
+        group = self._groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            callback(ErrorCode.GROUP_ID_NOT_FOUND, {})
+            return
+        codes = dict.fromkeys(partitions, ErrorCode.NONE)
+        if not group.is_(GroupState.EMPTY):
+            if group.protocol_type != "consumer":
+                callback(ErrorCode.NON_EMPTY_GROUP, {})
+                return
+            consumed = self._subscribed_topics(group)
+            for tp in codes:
+                if consumed is None or tp[0] in consumed:
+                    codes[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+        gone = sorted(tp for tp, code in codes.items() if code == ErrorCode.NONE and tp in group.offsets)
+        if not gone:
+            callback(ErrorCode.NONE, codes)
+            return
+        records: list[RecordKV] = [(encode_offset_key(OffsetKey(group_id, t, p)), None) for t, p in gone]
+
+        def stored(code: ErrorCode) -> None:
+            for tp in gone:
+                if code != ErrorCode.NONE:
+                    codes[tp] = _offset_store_error(code)
+                else:
+                    group.offsets.pop(tp, None)
+            callback(ErrorCode.NONE, codes)
+
+        self._log.append(self.partition_for(group_id), records, stored)
+
+    @staticmethod
+    def _subscribed_topics(group: Group) -> set[str] | None:
+        """Every topic a member of a consumer group subscribes to; None if unknown (no protocol chosen
+        yet, or a subscription that cannot be read): then every topic counts as subscribed, as in Kafka."""
+        if group.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for member in group.members.values():
+            found = subscribed_topics(member.metadata(group.protocol_name or ""))
+            if found is None:
+                return None
+            topics |= found
+        return topics
 
     def remove_offsets_of_topic(self, topic: str) -> None:
         """Forget committed offsets of a deleted topic (tombstones, not awaited), as Kafka does."""

@@ -98,6 +98,7 @@ class JoinRequest:
     protocol_type: str
     protocols: Protocols
     require_known_member_id: bool = False
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ Behavior:
 - validate_only checks and changes nothing.
 - Broker resources: INVALID_REQUEST (broker configs are static here).
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
-Version notes: v0 and v1 share one layout.
+Version notes: v0 and v1 share one layout; v2 is flexible.
 """
 
 from __future__ import annotations
@@ -53,4 +53,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return alter_response(ctx, req, overrides)
 
 
-registry.register(API_KEY, 0, 1, handle)
+registry.register(API_KEY, 0, 2, handle)

@@ -4,16 +4,18 @@ Behavior:
 - Answers the version table built from the handler registry (never hand-listed).
 - A version outside 0-4 is answered by the connection itself with a v0 body and
   UNSUPPORTED_VERSION (clients then retry with a version from the table).
+- v3+: the supported and finalized feature levels of `broker.features`
+  (tagged fields 0-2), as a Kafka 4 broker sends them.
 Version notes: v1+ add throttle_time_ms; v3 is flexible (compact array, tag buffers), but its
   response header stays v0; v4 has v3's layout (it lets a feature's min version be 0).
-Leaves out: supported/finalized features (tagged fields 0-3 are not sent).
+Leaves out: zk_migration_ready (tag 3; no migration here).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from broker import registry
+from broker import features, registry
 from broker.context import RequestContext
 
 API_KEY = 18
@@ -24,7 +26,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         {"api_key": k, "min_version": lo, "max_version": hi, "tagged_fields": {}}
         for k, lo, hi in registry.advertised()
     ]
-    return {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0, "tagged_fields": {}}
+    response: dict[str, Any] = {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0, "tagged_fields": {}}
+    if ctx.version >= 3:
+        response["supported_features"] = features.supported()
+        response["finalized_features_epoch"] = features.FINALIZED_EPOCH
+        response["finalized_features"] = features.finalized()
+    return response
 
 
 registry.register(API_KEY, 0, 4, handle)

@@ -1,4 +1,4 @@
-"""CreatePartitions: v0-1.
+"""CreatePartitions: v0-3.
 
 Behavior:
 - Raises a topic's partition count to ``count``; the new partitions are
@@ -13,7 +13,8 @@ Behavior:
   partition count is what maps groups to coordinators): INVALID_REQUEST; the
   same topic twice in one request: INVALID_REQUEST.
 - validate_only checks everything and changes nothing.
-Version notes: v0-1 share one layout (v1 only changes quota throttling).
+Version notes: v0-1 share one layout (v1 only changes quota throttling); v2 is
+  flexible; v3 may answer THROTTLING_QUOTA_EXCEEDED (no quotas here yet).
 """
 
 from __future__ import annotations
@@ -41,4 +42,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "results": results}
 
 
-registry.register(API_KEY, 0, 1, handle)
+registry.register(API_KEY, 0, 3, handle)

@@ -10,7 +10,7 @@ Behavior:
 - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; an offline log: KAFKA_STORAGE_ERROR.
 - The answer waits until ``log-start-offset-checkpoint`` is written, so a
   crash right after it cannot bring the deleted records back.
-Version notes: v0 and v1 share one layout; ``timeout_ms`` is ignored (one replica:
+Version notes: v0 and v1 share one layout, v2 is flexible; ``timeout_ms`` is ignored (one replica:
   nothing to wait for).
 """
 
@@ -74,4 +74,4 @@ async def _after_checkpoint(ctx: RequestContext, response: dict[str, Any]) -> di
     return response
 
 
-registry.register(API_KEY, 0, 1, handle)
+registry.register(API_KEY, 0, 2, handle)

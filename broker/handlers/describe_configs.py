@@ -1,4 +1,4 @@
-"""DescribeConfigs: v1-2.
+"""DescribeConfigs: v0-4.
 
 Behavior:
 - Topic resources (type 2): every topic-level config with its effective value,
@@ -8,8 +8,10 @@ Behavior:
 - Broker resources (type 4, name "" or this node id): the broker's static
   configuration, read-only.
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; other resource types: INVALID_REQUEST.
-Version notes: v1 and v2 share one layout.
-Leaves out: documentation strings and config types (v3+).
+Version notes: v0 has is_default instead of config_source and no synonyms; v1
+  adds include_synonyms; v2 is v1's layout; v3 adds config_type (Kafka's ids)
+  and, with include_documentation, a one-line description of each topic
+  config (broker configs have none); v4 is flexible.
 """
 
 from __future__ import annotations
@@ -24,19 +26,17 @@ API_KEY = 32
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    synonyms = ctx.version >= 1 and req.include_synonyms
+    docs = ctx.version >= 3 and req.include_documentation
     results = []
     for r in req.resources:
         keys = None if r.configuration_keys is None else list(r.configuration_keys)
         code, message, configs = 0, None, []
         try:
             if r.resource_type == topic_configs.TOPIC:
-                configs = topic_configs.describe_topic(
-                    ctx.broker, r.resource_name, keys, req.include_synonyms
-                )
+                configs = topic_configs.describe_topic(ctx.broker, r.resource_name, keys, synonyms, docs)
             elif r.resource_type == topic_configs.BROKER:
-                configs = topic_configs.describe_broker(
-                    ctx.broker, r.resource_name, keys, req.include_synonyms
-                )
+                configs = topic_configs.describe_broker(ctx.broker, r.resource_name, keys, synonyms)
             else:
                 raise KafkaError(f"unsupported resource type {r.resource_type}", ErrorCode.INVALID_REQUEST)
         except KafkaError as exc:
@@ -53,4 +53,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "results": results}
 
 
-registry.register(API_KEY, 1, 2, handle)
+registry.register(API_KEY, 0, 4, handle)

@@ -6,7 +6,7 @@ Behavior:
   (INVALID_CONFIG naming the key), persisted and applied at once.
 - validate_only checks and changes nothing; broker resources: INVALID_REQUEST;
   unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
-Version notes: v1 is flexible and not served.
+Version notes: v1 is v0 in the flexible encoding.
 """
 
 from __future__ import annotations
@@ -26,4 +26,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     )
 
 
-registry.register(API_KEY, 0, 0, handle)
+registry.register(API_KEY, 0, 1, handle)

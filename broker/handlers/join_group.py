@@ -1,4 +1,4 @@
-"""JoinGroup: v0-5.
+"""JoinGroup: v0-9.
 
 Behavior:
 - Hands the request to the group coordinator (broker/groups/coordinator.py) and
@@ -14,7 +14,11 @@ Behavior:
   INVALID_GROUP_ID; no protocol in common: INCONSISTENT_GROUP_PROTOCOL.
 Version notes: v0 has no rebalance timeout (the session timeout is used);
   v4+ new dynamic members get MEMBER_ID_REQUIRED first; v5 adds
-  group_instance_id (static membership; FENCED_INSTANCE_ID for a duplicate).
+  group_instance_id (static membership; FENCED_INSTANCE_ID for a duplicate);
+  v6 is flexible; v7 answers the group's protocol_type (null on errors); v8
+  adds the member's reason (KIP-800), logged with the rebalance it causes; v9
+  answers skip_assignment, always false here (only a consumer-protocol group
+  being upgraded would set it).
 Leaves out: throttling; authorization; GROUP_MAX_SIZE_REACHED shedding of
   members already in an oversized group.
 """
@@ -49,6 +53,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
         protocol_type=req.protocol_type,
         protocols=tuple((p.name, bytes(p.metadata)) for p in req.protocols),
         require_known_member_id=version >= 4 and (version < 5 or req.group_instance_id is None),
+        reason=req.reason if version >= 8 else None,
     )
 
     def respond(result: JoinResult) -> dict[str, Any]:
@@ -56,6 +61,8 @@ def handle(ctx: RequestContext, req: Any) -> Any:
             "throttle_time_ms": 0,
             "error_code": result.error,
             "generation_id": result.generation_id,
+            "protocol_type": None if result.error else req.protocol_type,
+            "skip_assignment": False,
             "protocol_name": result.protocol_name,
             "leader": result.leader_id,
             "member_id": result.member_id,
@@ -68,4 +75,4 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     return deferred(lambda cb: ctx.broker.groups.join_group(join, cb), respond)
 
 
-registry.register(API_KEY, 0, 5, handle)
+registry.register(API_KEY, 0, 9, handle)

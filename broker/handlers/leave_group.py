@@ -1,10 +1,17 @@
-"""LeaveGroup: v0-1.
+"""LeaveGroup: v0-5.
 
 Behavior:
-- Removes the member at once and starts a rebalance of the rest (no waiting
-  for its session to time out). Unknown group or member: UNKNOWN_MEMBER_ID.
-Version notes: v1 adds throttle_time_ms. (v3+ batch leaves of static members
-  are not served.)
+- Removes members at once and starts a rebalance of the rest (no waiting for
+  their sessions to time out).
+- v0-2: one dynamic member by member id; unknown group or member:
+  UNKNOWN_MEMBER_ID as the top-level error.
+- v3+: a batch of members, each answered on its own. A member with a group
+  instance id is a static member, found by that id: unknown instance:
+  UNKNOWN_MEMBER_ID; a member id other than "" that is not the instance's
+  current one: FENCED_INSTANCE_ID. Group-level errors (not the coordinator,
+  loading, unknown group) are top-level, with no member answers.
+Version notes: v1 adds throttle_time_ms; v3 the member batch; v4 is flexible;
+  v5 adds each member's reason (KIP-800), logged with the rebalance.
 Leaves out: throttling; authorization.
 """
 
@@ -19,8 +26,20 @@ API_KEY = 13
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    code = ctx.broker.groups.leave_group(req.group_id, req.member_id)
-    return {"throttle_time_ms": 0, "error_code": code}
+    groups = ctx.broker.groups
+    if ctx.version < 3:
+        return {"throttle_time_ms": 0, "error_code": groups.leave_group(req.group_id, req.member_id)}
+    reasons = {m.reason for m in req.members if ctx.version >= 5 and m.reason}
+    error, codes = groups.leave_members(
+        req.group_id,
+        [(m.member_id, m.group_instance_id) for m in req.members],
+        "; ".join(sorted(reasons)) or None,
+    )
+    members = [
+        {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "error_code": code}
+        for m, code in zip(req.members, codes, strict=False)
+    ]
+    return {"throttle_time_ms": 0, "error_code": error, "members": members}
 
 
-registry.register(API_KEY, 0, 1, handle)
+registry.register(API_KEY, 0, 5, handle)

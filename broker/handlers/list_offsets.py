@@ -1,16 +1,33 @@
-"""ListOffsets: v1-3.
+"""ListOffsets: v1-10.
 
 Behavior:
-- timestamp -2 (earliest): the log start offset; -1 (latest): the high
-  watermark (= last stable offset: no transactions yet); answered with timestamp -1.
-- Any other timestamp: the first offset whose timestamp is >= it, with that
-  timestamp, from the time index; none: offset -1, timestamp -1.
-- Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; not the leader: NOT_LEADER_OR_FOLLOWER.
-Version notes: v2 adds isolation_level and throttle_time_ms; v3 is v2's layout.
+- timestamp -2 (earliest) and -4 (earliest local; with no tiered storage the
+  same): the log start offset, with the epoch it was written under.
+- -1 (latest): the high watermark (= last stable offset: no transactions yet)
+  for consumers, the log end offset for replicas (replica_id >= 0); answered
+  with timestamp -1 and the partition's current leader epoch. A leader whose
+  epoch starts past the high watermark (just elected, not caught up) answers
+  OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before) to consumers.
+- -3 (max timestamp, KIP-734): the first record carrying the largest timestamp
+  in the log, with that timestamp; none below the high watermark: -1, -1.
+- -5 (latest tiered, KIP-1005): no tiered storage here, so offset -1, as Kafka
+  answers when remote storage is off.
+- Any other timestamp >= 0: the first offset whose timestamp is >= it, with that
+  timestamp, from the time index; none below the high watermark: -1, -1.
+  Another negative timestamp: INVALID_REQUEST.
+- v4+ current_leader_epoch older than the partition's: FENCED_LEADER_EPOCH;
+  newer: UNKNOWN_LEADER_EPOCH.
+- Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; not the leader:
+  NOT_LEADER_OR_FOLLOWER. A partition named twice: INVALID_REQUEST for both.
+Version notes: v2 adds isolation_level and throttle_time_ms; v4 the leader
+  epochs; v6 is flexible; v7-v10 add the special timestamps above and
+  timeout_ms (nothing here waits on remote storage, so it is not needed).
+Leaves out: throttling; authorization.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from broker import registry
@@ -18,40 +35,73 @@ from broker.context import RequestContext
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 2
-EARLIEST = -2
 LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+CONSUMER_REPLICA_ID = -1
+
+_NOTHING = (-1, -1, -1)
 
 
-def _lookup(ctx: RequestContext, topic: str, partition: int, timestamp: int) -> tuple[int, int]:
-    plog = ctx.broker.replicas.leader(topic, partition).log
-    if timestamp == EARLIEST:
-        return -1, plog.log_start_offset
+def _lookup(ctx: RequestContext, req: Any, topic: str, p: Any) -> tuple[int, int, int]:
+    """``(timestamp, offset, leader_epoch)`` for one partition."""
+    part = ctx.broker.replicas.leader(topic, p.partition_index)
+    if ctx.version >= 4:
+        part.check_epoch(p.current_leader_epoch)
+    plog = part.log
+    epochs = plog.leader_epochs
+    timestamp = p.timestamp
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        start = plog.log_start_offset
+        return -1, start, epochs.epoch_for_offset(start)
     if timestamp == LATEST:
-        return -1, plog.high_watermark
-    if timestamp < 0:
+        if req.replica_id >= 0:
+            return -1, plog.log_end_offset, part.leader_epoch
+        entries = epochs.entries
+        if entries and entries[-1][1] > plog.high_watermark:
+            code = ErrorCode.OFFSET_NOT_AVAILABLE if ctx.version >= 5 else ErrorCode.LEADER_NOT_AVAILABLE
+            raise KafkaError("the new leader has not caught up with the high watermark yet", code)
+        return -1, plog.high_watermark, part.leader_epoch
+    if timestamp == LATEST_TIERED:
+        return _NOTHING
+    if timestamp == MAX_TIMESTAMP:
+        found = plog.max_timestamp_record()
+    elif timestamp < 0:
         raise KafkaError(f"invalid timestamp {timestamp}", ErrorCode.INVALID_REQUEST)
-    found = plog.offset_for_timestamp(timestamp)
+    else:
+        found = plog.offset_for_timestamp(timestamp)
     if found is None:
-        return -1, -1
+        return _NOTHING
     offset, ts = found
-    return ts, offset
+    return ts, offset, epochs.epoch_for_offset(offset)
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    named = Counter((t.name, p.partition_index) for t in req.topics for p in t.partitions)
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
+            code = 0
             try:
-                ts, offset = _lookup(ctx, t.name, p.partition_index, p.timestamp)
-                code = 0
+                if named[(t.name, p.partition_index)] > 1:
+                    raise KafkaError("partition named twice", ErrorCode.INVALID_REQUEST)
+                ts, offset, epoch = _lookup(ctx, req, t.name, p)
             except KafkaError as exc:
-                ts, offset, code = -1, -1, exc.code
+                (ts, offset, epoch), code = _NOTHING, exc.code
             parts.append(
-                {"partition_index": p.partition_index, "error_code": code, "timestamp": ts, "offset": offset}
+                {
+                    "partition_index": p.partition_index,
+                    "error_code": code,
+                    "timestamp": ts,
+                    "offset": offset,
+                    "leader_epoch": epoch,
+                }
             )
         topics.append({"name": t.name, "partitions": parts})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-registry.register(API_KEY, 1, 3, handle)
+registry.register(API_KEY, 1, 10, handle)

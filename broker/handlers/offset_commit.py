@@ -1,4 +1,4 @@
-"""OffsetCommit: v2-3.
+"""OffsetCommit: v2-9.
 
 Behavior:
 - Per partition: a topic or partition that does not exist is
@@ -13,7 +13,12 @@ Behavior:
 - retention_time_ms -1 uses offsets.retention.minutes (counted from when the
   group became empty); any other value gives the offset an expire timestamp
   (stored as offset value v1).
-Version notes: v3 adds throttle_time_ms; v2 and v3 share the request layout.
+- A group that does not exist, committed to with a generation >= 0: GROUP_ID_NOT_FOUND
+  from v9, ILLEGAL_GENERATION before.
+Version notes: v3 adds throttle_time_ms; v5 drops retention_time_ms (the broker's
+  offsets.retention.minutes applies); v6 adds committed_leader_epoch, kept with the
+  offset and returned by OffsetFetch v5+; v7 adds group_instance_id (static members:
+  FENCED_INSTANCE_ID for a stale member id); v8 is flexible; v9 is v8's layout.
 Leaves out: throttling; authorization; transactional offset commits.
 """
 
@@ -26,42 +31,21 @@ from broker.context import RequestContext
 from broker.groups import deferred
 from broker.groups.coordinator import OffsetCommit
 from broker.groups.model import TopicPartition
+from broker.topic_results import partition_codes, split_unknown
 from protocol.errors import ErrorCode
 
 API_KEY = 8
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
-    known = ctx.broker.cluster.topics()
-    codes: dict[TopicPartition, ErrorCode] = {}
+    codes, present = split_unknown(ctx.broker.cluster.topics(), req.topics)
     commits: dict[TopicPartition, OffsetCommit] = {}
-    for topic in req.topics:
-        info = known.get(topic.name)
-        for p in topic.partitions:
-            tp = (topic.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < len(info.partitions):
-                codes[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            else:
-                commits[tp] = OffsetCommit(p.committed_offset, p.committed_metadata)
+    for tp, p in present:
+        epoch = p.committed_leader_epoch if ctx.version >= 6 else -1
+        commits[tp] = OffsetCommit(p.committed_offset, p.committed_metadata, epoch)
 
     def respond(results: dict[TopicPartition, ErrorCode]) -> dict[str, Any]:
-        merged = {**codes, **results}
-        return {
-            "throttle_time_ms": 0,
-            "topics": [
-                {
-                    "name": topic.name,
-                    "partitions": [
-                        {
-                            "partition_index": p.partition_index,
-                            "error_code": merged[(topic.name, p.partition_index)],
-                        }
-                        for p in topic.partitions
-                    ],
-                }
-                for topic in req.topics
-            ],
-        }
+        return {"throttle_time_ms": 0, "topics": partition_codes(req.topics, {**codes, **results})}
 
     if not commits:
         return respond({})
@@ -70,13 +54,14 @@ def handle(ctx: RequestContext, req: Any) -> Any:
             req.group_id,
             req.generation_id_or_member_epoch,
             req.member_id,
-            None,
-            req.retention_time_ms,
+            req.group_instance_id if ctx.version >= 7 else None,
+            req.retention_time_ms if 2 <= ctx.version <= 4 else -1,
             commits,
             cb,
+            missing_group=ErrorCode.GROUP_ID_NOT_FOUND if ctx.version >= 9 else ErrorCode.ILLEGAL_GENERATION,
         ),
         respond,
     )
 
 
-registry.register(API_KEY, 2, 3, handle)
+registry.register(API_KEY, 2, 9, handle)

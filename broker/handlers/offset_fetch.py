@@ -1,4 +1,4 @@
-"""OffsetFetch: v1-3.
+"""OffsetFetch: v1-9.
 
 Behavior:
 - Returns the group's committed offset and metadata per requested partition;
@@ -7,8 +7,16 @@ Behavior:
 - v2+: a null topic list returns every partition the group has committed.
 - While the coordinator loads: COORDINATOR_LOAD_IN_PROGRESS (per partition in
   v1, also top-level in v2+).
-Version notes: v2 makes `topics` nullable and adds a top-level error_code; v3 adds throttle_time_ms.
-Leaves out: throttling; authorization; require_stable (v7).
+- v8+: several groups in one request, each answered with its own error code
+  (a group-level error, e.g. NOT_COORDINATOR for a group another broker
+  coordinates, leaves that group's topic list empty, as Kafka does).
+Version notes: v2 makes `topics` nullable and adds a top-level error_code; v3 adds
+  throttle_time_ms; v5 returns the committed leader epoch; v6 is flexible; v7 adds
+  require_stable (no transactional commits exist yet, so no offset is ever
+  pending and nothing answers UNSTABLE_OFFSET_COMMIT); v8 the groups array; v9
+  member_id and member_epoch, which only consumer-protocol groups check (none
+  exist yet: they are ignored).
+Leaves out: throttling; authorization.
 """
 
 from __future__ import annotations
@@ -25,34 +33,51 @@ API_KEY = 9
 
 def _partition(index: int, value: OffsetValue | None, code: int = 0) -> dict[str, Any]:
     if value is None:
-        return {"partition_index": index, "committed_offset": -1, "metadata": "", "error_code": code}
+        return {
+            "partition_index": index,
+            "committed_offset": -1,
+            "committed_leader_epoch": -1,
+            "metadata": "",
+            "error_code": code,
+        }
     return {
         "partition_index": index,
         "committed_offset": value.offset,
+        "committed_leader_epoch": value.leader_epoch,
         "metadata": value.metadata,
         "error_code": code,
     }
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def _group(ctx: RequestContext, group_id: str, topics: Any) -> tuple[int, list[dict[str, Any]]]:
+    """One group's answer: (error code, topics); ``topics`` None asks for every committed partition."""
     requested: list[TopicPartition] | None = None
-    if req.topics is not None:
-        requested = [(t.name, p) for t in req.topics for p in t.partition_indexes]
-    error, offsets = ctx.broker.groups.fetch_offsets(req.group_id, requested)
-    if req.topics is None:
+    if topics is not None:
+        requested = [(t.name, p) for t in topics for p in t.partition_indexes]
+    error, offsets = ctx.broker.groups.fetch_offsets(group_id, requested)
+    if topics is None:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, p), value in sorted(offsets.items()):
             by_topic.setdefault(topic, []).append(_partition(p, value))
-        topics = [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
-    else:
-        topics = [
-            {
-                "name": t.name,
-                "partitions": [_partition(p, offsets.get((t.name, p)), error) for p in t.partition_indexes],
-            }
-            for t in req.topics
-        ]
-    return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
+        return error, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+    return error, [
+        {
+            "name": t.name,
+            "partitions": [_partition(p, offsets.get((t.name, p)), error) for p in t.partition_indexes],
+        }
+        for t in topics
+    ]
 
 
-registry.register(API_KEY, 1, 3, handle)
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if ctx.version < 8:
+        error, topics = _group(ctx, req.group_id, req.topics)
+        return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
+    groups = []
+    for g in req.groups:
+        error, topics = _group(ctx, g.group_id, g.topics)
+        groups.append({"group_id": g.group_id, "topics": [] if error else topics, "error_code": error})
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+registry.register(API_KEY, 1, 9, handle)

@@ -1,4 +1,4 @@
-"""OffsetForLeaderEpoch: v2-3.
+"""OffsetForLeaderEpoch: v2-4.
 
 Behavior:
 - Per partition, as its leader: the largest leader epoch <= the requested one
@@ -10,7 +10,8 @@ Behavior:
 - current_leader_epoch older than the partition's: FENCED_LEADER_EPOCH; newer:
   UNKNOWN_LEADER_EPOCH. Not the leader: NOT_LEADER_OR_FOLLOWER; unknown
   partition: UNKNOWN_TOPIC_OR_PARTITION.
-Version notes: v3 adds replica_id (-1 for consumers checking for truncation).
+Version notes: v3 adds replica_id (-1 for consumers checking for truncation);
+  v4 is flexible.
 Leaves out: throttling.
 """
 
@@ -49,4 +50,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-registry.register(API_KEY, 2, 3, handle)
+registry.register(API_KEY, 2, 4, handle)

@@ -155,6 +155,8 @@ def produce_kcat(bootstrap: str, topic: str, partition: int, msgs: list[Message]
         "-Z",
         "-H",
         "src=kcat",
+        "-X",
+        "linger.ms=200",  # one batch for all the lines, even on a loaded machine
     ]
     if codec:
         args += ["-z", codec]

@@ -78,7 +78,11 @@ def test_codecs(shared_broker: BrokerProcess, producer: str, codec: str) -> None
     log = (shared_broker.data_dir / f"{topic}-0" / "00000000000000000000.log").read_bytes()
     headers, valid = scan_valid_prefix(log)
     assert valid == len(log) and headers
-    assert {h.codec for h in headers} == {CODEC_IDS[codec]}, "batches must be stored compressed, as sent"
+    codecs = {h.codec for h in headers}
+    # librdkafka sends a batch uncompressed when compressing would not shrink it (a batch of one
+    # short record, when a loaded machine splits kcat's input): stored as sent means one of the two.
+    allowed = {CODEC_IDS[codec], 0} if producer in ("kcat", "confluent-kafka") else {CODEC_IDS[codec]}
+    assert CODEC_IDS[codec] in codecs and codecs <= allowed, "batches must be stored compressed, as sent"
     for consumer in ("kafka-python", "confluent-kafka"):
         got = CONSUMERS[consumer](shared_broker.bootstrap, topic, 0, len(sent))
         _check(producer, sent, got)

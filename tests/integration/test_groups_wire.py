@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +22,6 @@ pytestmark = pytest.mark.timeout(120)
 E = ErrorCode
 DELAY_ENV = {"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
 SESSION = 6000
-
-
-@pytest.fixture
-def gbroker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    proc = BrokerProcess(tmp_path / "data", env=DELAY_ENV).start()
-    try:
-        yield proc
-    finally:
-        assert proc.stop() == 0, proc.log()
 
 
 def create_topic(c: RawClient, name: str, partitions: int) -> None:

@@ -1,0 +1,63 @@
+"""DescribeCluster: v0-1.
+
+Behavior:
+- The cluster id, the controller (the ZooKeeper controller in a cluster, this
+  broker on its own) and every live broker at its address on the listener the
+  request came in on, as Metadata lists them.
+- cluster_authorized_operations when asked: every operation a cluster supports
+  (there is no authorizer yet, and Kafka without one answers so); otherwise
+  INT32_MIN.
+- v1 endpoint_type: 1 (brokers) is what a broker answers; 2 (controllers):
+  MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers (only KRaft controllers
+  serve it); any other: UNSUPPORTED_ENDPOINT_TYPE.
+Version notes: flexible from v0; v1 adds endpoint_type.
+Leaves out: throttling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import authorized_operations, leader_hints, registry
+from broker.context import RequestContext
+from protocol.errors import ErrorCode
+
+API_KEY = 60
+BROKERS, CONTROLLERS = 1, 2
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    endpoint_type = req.endpoint_type if ctx.version >= 1 else BROKERS
+    cluster = ctx.broker.cluster
+    if endpoint_type != BROKERS:
+        mismatched = endpoint_type == CONTROLLERS
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.MISMATCHED_ENDPOINT_TYPE
+            if mismatched
+            else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            "error_message": "this is a broker; ask it for brokers (endpoint type 1)"
+            if mismatched
+            else f"unknown endpoint type {endpoint_type}",
+            "endpoint_type": endpoint_type,
+            "cluster_id": cluster.cluster_id,
+            "brokers": [],
+        }
+    brokers = [
+        {"broker_id": n["node_id"], "host": n["host"], "port": n["port"], "rack": n["rack"]}
+        for n in leader_hints.node_endpoints(ctx)
+    ]
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "endpoint_type": BROKERS,
+        "cluster_id": cluster.cluster_id,
+        "controller_id": cluster.controller_id,
+        "brokers": brokers,
+        "cluster_authorized_operations": authorized_operations.CLUSTER
+        if req.include_cluster_authorized_operations
+        else authorized_operations.NOT_REQUESTED,
+    }
+
+
+registry.register(API_KEY, 0, 1, handle)

@@ -1,0 +1,63 @@
+"""DescribeProducers: v0.
+
+Behavior:
+- Per partition, as its leader: the producers with state in that partition
+  (idempotent producers that wrote to it and have not expired after
+  ``transactional.id.expiration.ms``): id, epoch, last sequence written, and
+  the wall-clock time of their last append. No transactions exist yet, so
+  ``coordinator_epoch`` and ``current_txn_start_offset`` are -1.
+- Not the leader: NOT_LEADER_OR_FOLLOWER; unknown topic or partition:
+  UNKNOWN_TOPIC_OR_PARTITION; each with a message.
+Version notes: flexible from v0.
+Leaves out: throttling; authorization (Kafka asks for READ on the topic).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from protocol.errors import KafkaError
+
+API_KEY = 61
+
+
+def _partition(ctx: RequestContext, topic: str, index: int) -> dict[str, Any]:
+    try:
+        part = ctx.broker.replicas.leader(topic, index)
+    except KafkaError as exc:
+        return {
+            "partition_index": index,
+            "error_code": exc.code,
+            "error_message": str(exc),
+            "active_producers": [],
+        }
+    producers = [] if part.producers is None else part.producers.describe()
+    return {
+        "partition_index": index,
+        "error_code": 0,
+        "error_message": None,
+        "active_producers": [
+            {
+                "producer_id": pid,
+                "producer_epoch": epoch,
+                "last_sequence": last_seq,
+                "last_timestamp": last_ms,
+                "coordinator_epoch": -1,
+                "current_txn_start_offset": -1,
+            }
+            for pid, epoch, last_seq, last_ms in producers
+        ],
+    }
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    topics = [
+        {"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partition_indexes]}
+        for t in req.topics
+    ]
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+registry.register(API_KEY, 0, 0, handle)

