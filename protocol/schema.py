@@ -157,6 +157,35 @@ class UuidCon(Construct):
 
 Uuid = UuidCon()
 
+
+class NullableStructCon(Construct):
+    """A nullable struct field: INT8 -1 for null, else 1 followed by the struct (Kafka's encoding)."""
+
+    def __init__(self, subcon: Construct) -> None:
+        super().__init__()
+        self.subcon = subcon
+
+    def _parse(self, stream, context, path):  # type: ignore[no-untyped-def]
+        marker = stream.read(1)
+        if len(marker) != 1:
+            raise ProtocolError("nullable struct marker cut short")
+        if marker == b"\xff":
+            return None
+        if marker != b"\x01":
+            raise ProtocolError(f"nullable struct marker {marker[0]} is neither -1 nor 1")
+        return self.subcon._parsereport(stream, context, path)
+
+    def _build(self, obj, stream, context, path):  # type: ignore[no-untyped-def]
+        if obj is None:
+            stream.write(b"\xff")
+            return obj
+        stream.write(b"\x01")
+        return self.subcon._build(obj, stream, context, path)
+
+    def _sizeof(self, context, path):  # type: ignore[no-untyped-def]
+        raise SizeofError("nullable struct has no fixed size")
+
+
 _FIXED: dict[str, Construct] = {
     "int8": Int8,
     "int16": Int16,
@@ -308,7 +337,8 @@ def _construct(f: F, version: int, flexible: bool) -> Construct:
     nullable = f.nullable_at(version)
     kind = f.kind
     if isinstance(kind, Obj):
-        return _message(kind.fields, version, flexible)
+        struct = _message(kind.fields, version, flexible)
+        return NullableStructCon(struct) if nullable else struct
     if isinstance(kind, Arr):
         element = kind.element
         if isinstance(element, str):

@@ -30,7 +30,7 @@ from typing import Any, Literal
 from construct import Construct, Flag, FormatField, Renamed, Struct
 
 from protocol.primitives import ArrayCon, BytesCon, StringCon, TaggedFieldsCon, UVarIntCon
-from protocol.schema import Message, UuidCon
+from protocol.schema import Message, NullableStructCon, UuidCon
 
 __all__ = [
     "Scalar",
@@ -71,9 +71,11 @@ class Seq:
 
 @dataclass(frozen=True)
 class Record:
-    """A Struct: named fields in wire order (a Message's tagged fields last, by tag)."""
+    """A Struct: named fields in wire order (a Message's tagged fields last, by tag); a nullable one
+    (INT8 -1 for null, 1 before the fields) if `nullable`."""
 
     fields: tuple[tuple[str, Node], ...]
+    nullable: bool = False
 
 
 Node = Scalar | Seq | Record
@@ -96,6 +98,10 @@ def shape(con: Construct, tagged: bool = True) -> Node:
                 raise TypeError(f"unnamed field in {con!r}")
             fields.append((sub.name, shape(sub.subcon, tagged)))
         return Record(tuple(fields))
+    if isinstance(con, NullableStructCon):
+        inner = shape(con.subcon, tagged)
+        assert isinstance(inner, Record)
+        return Record(inner.fields, nullable=True)
     if isinstance(con, Renamed):
         return shape(con.subcon, tagged)
     if isinstance(con, ArrayCon):
@@ -162,6 +168,9 @@ def _leaf(node: Scalar, name: str, variant: Variant, values: _Values) -> Any:
 
 def _example(node: Node, name: str, variant: Variant, values: _Values) -> Any:
     if isinstance(node, Record):
+        if variant == "null" and node.nullable:
+            values.next()
+            return None
         return {fname: _example(fnode, fname, variant, values) for fname, fnode in node.fields}
     if isinstance(node, Seq):
         if variant == "null" and node.nullable:

@@ -225,7 +225,8 @@ _INT_STRATEGIES = {bits: st.integers(-(1 << (bits - 1)), (1 << (bits - 1)) - 1) 
 def strategy_for(node: Node) -> st.SearchStrategy[Any]:
     """Hypothesis strategy for objects of the shape `node` (see samples.shape)."""
     if isinstance(node, Record):
-        return st.fixed_dictionaries({name: strategy_for(sub) for name, sub in node.fields})
+        struct = st.fixed_dictionaries({name: strategy_for(sub) for name, sub in node.fields})
+        return st.none() | struct if node.nullable else struct
     if isinstance(node, Seq):
         base: st.SearchStrategy[Any] = st.lists(strategy_for(node.element), max_size=3)
         return st.none() | base if node.nullable else base
