@@ -1,4 +1,4 @@
-"""Consumer-group benchmarks: rebalance latency of a 10-member group, OffsetCommit throughput.
+"""Consumer-group benchmarks: rebalance latency of a 10-member group (classic and KIP-848), OffsetCommit throughput.
 
 Raw protocol clients (our own encoder over asyncio streams) against a broker
 subprocess, so the figures are the broker's, not a client library's:
@@ -9,7 +9,16 @@ subprocess, so the figures are the broker's, not a client library's:
    answer (Stable). Median and max over ``--rounds`` rounds. Baseline: the
    median round trip of ``--members`` parallel Heartbeats on the same
    connections, so the ratio reads as "rebalance = N heartbeat round trips".
-2. commit: ``--committers`` connections each send OffsetCommit requests of 8
+2. consumer protocol (KIP-848): a member joins a Stable group of ``--members``
+   consumer-protocol members, every member heartbeating as soon as it has its
+   answer, until the group is Stable again (one epoch, every partition of a
+   60-partition topic owned once). Compared with 1.'s classic rebalance, which
+   leaves out how members learn of it (a Heartbeat answered
+   REBALANCE_IN_PROGRESS), so the ratio favours the classic protocol. What
+   KIP-848 saves is consumption: only the partitions that move have no owner
+   for a while, so the run also sums partition-milliseconds without an owner,
+   against 60 x the classic round (an eager classic group revokes everything).
+3. commit: ``--committers`` connections each send OffsetCommit requests of 8
    partitions back to back for ``--seconds``; every commit is answered only
    after its __consumer_offsets batch is fsynced (the acks=all rule).
    Baseline: the same connections sending acks=all Produce requests of one
@@ -32,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from protocol.headers import encode_request_header  # noqa: E402
+from protocol.headers import encode_request_header, skip_response_header  # noqa: E402
 from protocol.messages import decode_response, encode_request  # noqa: E402
 from protocol.records import Record, build_batch  # noqa: E402
 from tests.broker_process import BrokerProcess  # noqa: E402
@@ -70,7 +79,8 @@ class Conn:
             (size,) = _SIZE.unpack(await self.reader.readexactly(4))
             frame = await self.reader.readexactly(size)
             api_key, version, fut = self.pending.pop(0)
-            fut.set_result(decode_response(api_key, version, frame[4:]))
+            body = frame[skip_response_header(frame, api_key, version) :]
+            fut.set_result(decode_response(api_key, version, body))
 
     async def close(self) -> None:
         self.task.cancel()
@@ -153,6 +163,114 @@ async def bench_rebalance(port: int, members: int, rounds: int) -> list[Row]:
         (f"rebalance of {members} members (max of {rounds})", max(times) * 1000, "ms"),
         (f"  baseline: {members} parallel Heartbeats (median)", hb * 1000, "ms"),
         ("  rebalance / heartbeat round trip", median / hb if hb else 0.0, "x"),
+    ]
+
+
+def _heartbeat(
+    group: str, topic: str, member_id: str, epoch: int, owned: dict[Any, list[int]]
+) -> dict[str, Any]:
+    joining = epoch == 0
+    return {
+        "group_id": group,
+        "member_id": member_id,
+        "member_epoch": epoch,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout_ms": 60_000 if joining else -1,
+        "subscribed_topic_names": [topic] if joining else None,
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": [{"topic_id": t, "partitions": ps} for t, ps in owned.items()],
+    }
+
+
+class _Member848:
+    def __init__(self, conn: Conn, member_id: str) -> None:
+        self.conn, self.member_id = conn, member_id
+        self.epoch = 0
+        self.owned: dict[Any, list[int]] = {}
+
+
+async def _until_stable(
+    members: list[_Member848], group: str, topic: str, partitions: int
+) -> tuple[int, float]:
+    """Every member heartbeats at once, again and again, until all share one epoch and own every
+    partition exactly once (what a Stable group is). Returns the heartbeat rounds it took and the
+    partition-seconds during which a partition had no owner (nobody could consume it)."""
+    rounds = 0
+    orphaned: dict[int, float] = {}
+    idle = 0.0
+    while True:
+        rounds += 1
+        answers = await asyncio.gather(
+            *(m.conn.send(68, 1, _heartbeat(group, topic, m.member_id, m.epoch, m.owned)) for m in members)
+        )
+        now = time.perf_counter()
+        for m, a in zip(members, answers, strict=True):
+            assert a.error_code == 0, (a.error_code, a.error_message)
+            m.epoch = a.member_epoch
+            if a.assignment is not None:
+                m.owned = {tp.topic_id: list(tp.partitions) for tp in a.assignment.topic_partitions}
+        owned = [p for m in members for ps in m.owned.values() for p in ps]
+        for p in set(range(partitions)) - set(owned):
+            orphaned.setdefault(p, now)
+        for p in [p for p in orphaned if p in owned]:
+            idle += now - orphaned.pop(p)
+        if len({m.epoch for m in members}) == 1 and sorted(owned) == list(range(partitions)):
+            return rounds, idle
+
+
+async def bench_consumer_rebalance(port: int, members: int, rounds: int, partitions: int = 60) -> list[Row]:
+    """KIP-848: a member joins a Stable group of ``members`` (every member heartbeating at once)
+    until the group is Stable again; then it leaves (not timed)."""
+    group, topic = "bench-848", "bench-848"
+    conns = [await Conn.open(port) for _ in range(members + 1)]
+    created = await conns[0].send(
+        19,
+        4,
+        {
+            "topics": [
+                {
+                    "name": topic,
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            "timeout_ms": 10_000,
+            "validate_only": False,
+        },
+    )
+    assert all(t.error_code in (0, 36) for t in created.topics)
+    group_members = [_Member848(c, f"m{i}") for i, c in enumerate(conns[:members])]
+    times, beats, idles = [], [], []
+    try:
+        await _until_stable(group_members, group, topic, partitions)
+        for i in range(rounds):
+            extra = _Member848(conns[members], f"extra-{i}")
+            everyone = [*group_members, extra]
+            start = time.perf_counter()
+            took, idle = await _until_stable(everyone, group, topic, partitions)
+            times.append(time.perf_counter() - start)
+            beats.append(took)
+            idles.append(idle)
+            left = await extra.conn.send(68, 1, _heartbeat(group, topic, extra.member_id, -1, {}))
+            assert left.error_code == 0
+            await _until_stable(group_members, group, topic, partitions)
+    finally:
+        for c in conns:
+            await c.close()
+    median = statistics.median(times)
+    return [
+        (f"KIP-848: a member joins {members} members until Stable (median)", median * 1000, "ms"),
+        (f"KIP-848: the same (max of {rounds})", max(times) * 1000, "ms"),
+        ("  heartbeat rounds it takes (median)", statistics.median(beats), "rounds"),
+        (
+            f"  partition-ms without an owner, {partitions} partitions (median)",
+            statistics.median(idles) * 1000,
+            "ms",
+        ),
     ]
 
 
@@ -257,6 +375,15 @@ def run(members: int = 10, rounds: int = 20, committers: int = 16, seconds: floa
 
             async def both() -> list[Row]:
                 rows = await bench_rebalance(broker.port, members, rounds)
+                modern = await bench_consumer_rebalance(broker.port, members, rounds)
+                # classic (eager): every partition has no owner from the JoinGroups to the SyncGroup answers
+                classic_idle = 60 * rows[0][1]
+                rows += [
+                    *modern,
+                    ("  KIP-848 join / classic rebalance (medians)", modern[0][1] / rows[0][1], "x"),
+                    ("  classic partition-ms without an owner (60 x median rebalance)", classic_idle, "ms"),
+                    ("  KIP-848 / classic partition-ms without an owner", modern[3][1] / classic_idle, "x"),
+                ]
                 return rows + await bench_commits(broker.port, committers, seconds)
 
             rows = asyncio.run(both())

@@ -137,6 +137,7 @@ class Broker:
         self.groups = create_coordinator(
             config, self.replicas, self.admin, self.group_commit, local=session is None
         )
+        self.groups.consumer.topics = self.cluster.topics
         self.cluster.topic_deleted.append(self.groups.remove_offsets_of_topic)
         if session is not None:
             self.cluster.leadership_changed.append(self._offsets_leadership)

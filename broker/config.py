@@ -66,6 +66,24 @@ def _ratio(v: str) -> float:
     return n
 
 
+_ASSIGNOR_CLASSES = {"UniformAssignor": "uniform", "RangeAssignor": "range"}
+
+
+def _assignors(v: str) -> str:
+    """group.consumer.assignors: names (uniform, range) or Kafka's class names, first is the default;
+    kept as the comma-separated short names."""
+    names = []
+    for item in v.split(","):
+        item = item.strip()
+        name = _ASSIGNOR_CLASSES.get(item.rpartition(".")[2], item)
+        if name not in ("uniform", "range"):
+            raise ValueError(f"unknown assignor {item!r} (known: uniform, range)")
+        names.append(name)
+    if not names:
+        raise ValueError("expected at least one assignor")
+    return ",".join(names)
+
+
 def _timestamp_type(v: str) -> str:
     s = v.strip()
     if s not in ("CreateTime", "LogAppendTime"):
@@ -159,6 +177,25 @@ KEYS: dict[str, Key] = {
         Key("group.min.session.timeout.ms", _int, 6000, "smallest session timeout a member may ask for"),
         Key("group.max.session.timeout.ms", _int, 1800000, "largest session timeout a member may ask for"),
         Key("group.max.size", _int, 2147483647, "most members in one group"),
+        Key(
+            "group.consumer.session.timeout.ms",
+            _int,
+            45000,
+            "consumer-protocol members not heard from for this long are removed",
+        ),
+        Key(
+            "group.consumer.heartbeat.interval.ms",
+            _int,
+            5000,
+            "how often consumer-protocol members heartbeat",
+        ),
+        Key(
+            "group.consumer.assignors",
+            _assignors,
+            "uniform,range",
+            "server-side assignors of consumer-protocol groups; the first is the default",
+        ),
+        Key("group.consumer.max.size", _int, 2147483647, "most members in one consumer-protocol group"),
         Key("offset.metadata.max.bytes", _int, 4096, "longest metadata string of an offset commit"),
         Key(
             "offsets.retention.minutes", _int, 10080, "committed offsets of an empty group expire after this"

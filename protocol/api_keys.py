@@ -44,6 +44,6 @@ API_KEYS: dict[int, tuple[str, str, int, int, int | None]] = {
     61: ("DescribeProducers", "describe_producers", 0, 0, 0),
     65: ("DescribeTransactions", "describe_transactions", 0, 0, 0),
     66: ("ListTransactions", "list_transactions", 0, 1, 0),
-    68: ("ConsumerGroupHeartbeat", "consumer_group_heartbeat", 0, 0, 0),
+    68: ("ConsumerGroupHeartbeat", "consumer_group_heartbeat", 0, 1, 0),
     69: ("ConsumerGroupDescribe", "consumer_group_describe", 0, 0, 0),
 }

@@ -169,12 +169,16 @@ class _Emitter:
         return inner + "\n" + "    " * depth
 
 
+# Versions marked unstable in the stored definitions that Kafka 4.0 released as stable.
+_STABLE_SINCE_SNAPSHOT = {"ConsumerGroupHeartbeatRequest"}
+
+
 def _versions(spec: dict[str, Any]) -> tuple[int, int]:
     valid = parse_versions(spec["validVersions"])
     if valid is None:
         raise ValueError(f"{spec['name']} has no valid versions")
     lo, hi = valid
-    if spec.get("latestVersionUnstable"):
+    if spec.get("latestVersionUnstable") and spec["name"] not in _STABLE_SINCE_SNAPSHOT:
         hi -= 1
     return lo, hi
 

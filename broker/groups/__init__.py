@@ -1,8 +1,14 @@
 """Consumer groups: the coordinator state machine, its `__consumer_offsets` persistence, and glue.
 
-Modules: `model` (groups, members, states, results), `coordinator` (the state
-machine), `records` (Kafka's key/value formats), `hashing` (group -> partition),
-`clock` (real and fake time), `store` (the topic on the broker's storage).
+Modules: `model` (groups, members, states, results), `coordinator` (the classic
+state machine), `offsets` (commits, fetches, expiry), `offsets_log` (the
+coordinator's settings and storage interface), `records` (Kafka's key/value
+formats), `hashing` (group -> partition), `clock` (real and fake time), `store`
+(the topic on the broker's storage), `store_errors` (how failed writes are answered).
+KIP-848 groups: `consumer_protocol` (ConsumerGroupHeartbeat and -Describe),
+`consumer_model` (members, epochs, assignments), `assignors` (uniform, range),
+`reconciliation` (moving a member towards its target), `consumer_records` and
+`consumer_replay` (their records, written and replayed).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from broker.groups.clock import LoopClock
+from broker.groups.consumer_protocol import ConsumerSettings
 from broker.groups.coordinator import CoordinatorConfig, GroupCoordinator
 from broker.groups.store import BrokerOffsetsLog, ensure_offsets_topic
 
@@ -37,6 +44,15 @@ def coordinator_config(config: BrokerConfig) -> CoordinatorConfig:
     )
 
 
+def consumer_settings(config: BrokerConfig) -> ConsumerSettings:
+    return ConsumerSettings(
+        session_timeout_ms=int(config["group.consumer.session.timeout.ms"]),
+        heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),
+        assignors=tuple(str(config["group.consumer.assignors"]).split(",")),
+        max_size=int(config["group.consumer.max.size"]),
+    )
+
+
 def create_coordinator(
     config: BrokerConfig,
     replicas: ReplicaManager,
@@ -57,7 +73,10 @@ def create_coordinator(
     else:
         partitions = int(config["offsets.topic.num.partitions"])
     coordinator = GroupCoordinator(
-        coordinator_config(config), BrokerOffsetsLog(replicas, group_commit, partitions), LoopClock()
+        coordinator_config(config),
+        BrokerOffsetsLog(replicas, group_commit, partitions),
+        LoopClock(),
+        consumer_settings(config),
     )
     if local:
         coordinator.load()

@@ -1,5 +1,10 @@
 """The group coordinator: Kafka's classic consumer-group protocol on one event loop.
 
+Its other parts: `broker.groups.offsets` (commits, fetches, deletes and expiry
+of offsets; inherited) and `broker.groups.consumer_protocol` (KIP-848 groups,
+``self.consumer``). A group uses one protocol at a time (`Group.consumer` is
+set for KIP-848 groups); both keep their offsets the same way.
+
 Contract with callers (the handlers):
 
 - Every method runs to completion without awaiting; state transitions are
@@ -57,11 +62,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable, Iterable, Sequence
 
 from broker.groups.clock import Clock, TimerHandle
+from broker.groups.consumer_protocol import ConsumerProtocol, ConsumerSettings
+from broker.groups.consumer_records import ConsumerKey, group_tombstones
+from broker.groups.consumer_replay import ConsumerReplay
 from broker.groups.hashing import partition_for
 from broker.groups.model import (
     DEAD_SUMMARY,
@@ -79,6 +85,8 @@ from broker.groups.model import (
     SyncResult,
     TopicPartition,
 )
+from broker.groups.offsets import DEFAULT_RETENTION_TIME, GroupOffsets, OffsetCommit  # noqa: F401
+from broker.groups.offsets_log import CoordinatorConfig, Done, OffsetsLog, RecordKV  # noqa: F401
 from broker.groups.records import (
     GroupKey,
     GroupValue,
@@ -91,59 +99,13 @@ from broker.groups.records import (
     encode_group_key,
     encode_group_value,
     encode_offset_key,
-    encode_offset_value,
 )
-from protocol.consumer_subscription import subscribed_topics
+from broker.groups.store_errors import group_store_error
 from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("minikafka.groups")
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
-DEFAULT_RETENTION_TIME = -1  # OffsetCommit retention_time_ms meaning "the broker's retention"
-
-Done = Callable[[ErrorCode], None]
-RecordKV = tuple[bytes, bytes | None]
-
-
-class OffsetsLog(Protocol):
-    """The `__consumer_offsets` topic as the coordinator uses it.
-
-    `append` writes one batch of (key, value) records (value None: tombstone)
-    to a partition right away, so appends land in call order; ``done``, if
-    given, is called later (never from inside `append`) with NONE once the
-    batch is durable, MESSAGE_TOO_LARGE if the batch exceeds the topic's
-    limit, or KAFKA_STORAGE_ERROR if writing or syncing failed.
-    `read` yields (key, value) of every record of a partition, in offset order.
-    """
-
-    @property
-    def num_partitions(self) -> int: ...
-
-    def append(self, partition: int, records: Sequence[RecordKV], done: Done | None) -> None: ...
-
-    def read(self, partition: int) -> Iterator[RecordKV]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorConfig:
-    """Kafka's broker settings for groups (names in the comments), in milliseconds."""
-
-    initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
-    min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
-    max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
-    max_group_size: int = 2**31 - 1  # group.max.size
-    offset_metadata_max_bytes: int = 4096  # offset.metadata.max.bytes
-    offsets_retention_ms: int = 7 * 24 * 3600 * 1000  # offsets.retention.minutes
-    offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetCommit:
-    """One partition of an OffsetCommit request (null metadata is stored as "")."""
-
-    offset: int
-    metadata: str | None
-    leader_epoch: int = -1
 
 
 def _client_reason(req: JoinRequest) -> str:
@@ -151,33 +113,16 @@ def _client_reason(req: JoinRequest) -> str:
     return f"; client reason: {req.reason}" if req.reason else ""
 
 
-def _group_store_error(code: ErrorCode) -> ErrorCode:
-    """Kafka's mapping of append failures for group metadata writes."""
-    if code == ErrorCode.MESSAGE_TOO_LARGE:
-        return ErrorCode.UNKNOWN_SERVER_ERROR
-    if code == ErrorCode.KAFKA_STORAGE_ERROR:
-        return ErrorCode.NOT_COORDINATOR
-    return code
-
-
-def _offset_store_error(code: ErrorCode) -> ErrorCode:
-    """Kafka's mapping of append failures for offset commits."""
-    if code == ErrorCode.MESSAGE_TOO_LARGE:
-        return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
-    if code == ErrorCode.KAFKA_STORAGE_ERROR:
-        return ErrorCode.NOT_COORDINATOR
-    return code
-
-
-def _utf16_length(s: str) -> int:
-    """Java's String.length(), which `offset.metadata.max.bytes` is compared with."""
-    return len(s.encode("utf-16-le", "surrogatepass")) // 2
-
-
-class GroupCoordinator:
+class GroupCoordinator(GroupOffsets):
     """Every group of this broker (it coordinates all `__consumer_offsets` partitions)."""
 
-    def __init__(self, config: CoordinatorConfig, offsets_log: OffsetsLog, clock: Clock) -> None:
+    def __init__(
+        self,
+        config: CoordinatorConfig,
+        offsets_log: OffsetsLog,
+        clock: Clock,
+        consumer: ConsumerSettings | None = None,
+    ) -> None:
         self.config = config
         self._log = offsets_log
         self._clock = clock
@@ -187,6 +132,8 @@ class GroupCoordinator:
         self._expiry_timer: TimerHandle | None = None
         # the __consumer_offsets partitions whose groups this broker coordinates; None: all (one broker)
         self._owned: set[int] | None = None
+        # KIP-848 groups: ConsumerGroupHeartbeat and ConsumerGroupDescribe (set its `topics` to the cluster's)
+        self.consumer = ConsumerProtocol(self, consumer or ConsumerSettings())
 
     # -- lifecycle ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -238,6 +185,8 @@ class GroupCoordinator:
             group.join_timer = None
         for handle in group.pending_members.values():
             handle.cancel()
+        if group.consumer is not None:
+            group.consumer.cancel_timers()
         for member in group.members.values():
             if member.timer is not None:
                 member.timer.cancel()
@@ -255,7 +204,10 @@ class GroupCoordinator:
     def metrics_snapshot(self) -> dict[str, tuple[int, dict[TopicPartition, int]]]:
         """Per group: (number of members, committed offset per partition); for /metrics."""
         return {
-            group_id: (len(g.members), {tp: v.offset for tp, v in g.offsets.items()})
+            group_id: (
+                len(g.members) + (len(g.consumer.members) if g.consumer is not None else 0),
+                {tp: v.offset for tp, v in g.offsets.items()},
+            )
             for group_id, g in self._groups.items()
         }
 
@@ -282,6 +234,11 @@ class GroupCoordinator:
             return
         unknown = req.member_id == ""
         group = self._groups.get(req.group_id)
+        if group is not None and group.consumer is not None:
+            if group.consumer.members:
+                callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+                return
+            self._drop_consumer_state(group)
         if group is None:
             if not unknown:
                 callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))
@@ -442,7 +399,7 @@ class GroupCoordinator:
                 if code == ErrorCode.NONE:
                     result = JoinResult(ErrorCode.NONE, new_id, generation, protocol, current_leader or "")
                 else:
-                    result = JoinResult(_group_store_error(code), new_id)
+                    result = JoinResult(group_store_error(code), new_id)
                 self._invoke_join(member, result)
 
             self._store_group(group, {m.member_id: m.assignment for m in group.members.values()}, stored)
@@ -612,7 +569,7 @@ class GroupCoordinator:
         if self.closed or not group.is_(GroupState.COMPLETING_REBALANCE) or group.generation_id != generation:
             return
         if code != ErrorCode.NONE:
-            self._reset_and_propagate_assignment_error(group, _group_store_error(code))
+            self._reset_and_propagate_assignment_error(group, group_store_error(code))
             self._maybe_prepare_rebalance(group, "storing the assignment failed")
             return
         group.transition_to(GroupState.STABLE, self._clock.now_ms())
@@ -756,115 +713,14 @@ class GroupCoordinator:
         log.info("group %s: member %s session timed out", group.group_id, member.member_id)
         self._remove_member_and_update_group(group, member, f"member {member.member_id} expired")
 
-    # -- offsets -----------------------------------------------------------------------------
-    def commit_offsets(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        retention_time_ms: int,
-        offsets: dict[TopicPartition, OffsetCommit],
-        callback: Callable[[dict[TopicPartition, ErrorCode]], None],
-        missing_group: ErrorCode = ErrorCode.ILLEGAL_GENERATION,
-    ) -> None:
-        """Validate membership, then persist; ``callback`` gets one error code per partition.
-
-        ``missing_group``: the answer to a generation >= 0 for a group that does not
-        exist (OffsetCommit v9+ says GROUP_ID_NOT_FOUND).
-        """
-
-        def fail(code: ErrorCode) -> None:
-            callback({tp: code for tp in offsets})
-
-        error = self._check(group_id, allow_empty_id=True)
-        if error is not None:
-            fail(error)
-            return
-        group = self._groups.get(group_id)
-        if group is None:
-            if generation_id >= 0:
-                fail(missing_group)  # a member of a group that no longer exists
-                return
-            group = self._add_group(group_id)  # a standalone consumer using Kafka only for offsets
-        if group.is_(GroupState.DEAD):
-            fail(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        elif group.is_static_member_fenced(member_id, group_instance_id):
-            fail(ErrorCode.FENCED_INSTANCE_ID)
-        elif generation_id < 0 and group.is_(GroupState.EMPTY):
-            self._store_offsets(group, retention_time_ms, offsets, callback)
-        elif member_id not in group.members:
-            fail(ErrorCode.UNKNOWN_MEMBER_ID)
-        elif generation_id != group.generation_id:
-            fail(ErrorCode.ILLEGAL_GENERATION)
-        elif group.is_(GroupState.COMPLETING_REBALANCE):
-            fail(ErrorCode.REBALANCE_IN_PROGRESS)
-        else:  # Stable or PreparingRebalance: the generation is still the current one
-            self._touch(group, group.members[member_id])
-            self._store_offsets(group, retention_time_ms, offsets, callback)
-
-    def _store_offsets(
-        self,
-        group: Group,
-        retention_time_ms: int,
-        offsets: dict[TopicPartition, OffsetCommit],
-        callback: Callable[[dict[TopicPartition, ErrorCode]], None],
-    ) -> None:
-        now = self._clock.now_ms()
-        expire = None if retention_time_ms == DEFAULT_RETENTION_TIME else now + retention_time_ms
-        results: dict[TopicPartition, ErrorCode] = {}
-        accepted: dict[TopicPartition, OffsetValue] = {}
-        for tp, commit in offsets.items():
-            metadata = commit.metadata or ""
-            if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
-                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                accepted[tp] = OffsetValue(commit.offset, metadata, now, commit.leader_epoch, expire)
-        if not accepted:
-            callback(results)
-            return
-        records = [
-            (encode_offset_key(OffsetKey(group.group_id, topic, p)), encode_offset_value(value))
-            for (topic, p), value in accepted.items()
-        ]
-        for tp in accepted:
-            group.pending_commits[tp] = group.pending_commits.get(tp, 0) + 1
-
-        def done(code: ErrorCode) -> None:
-            for tp, value in accepted.items():
-                left = group.pending_commits.get(tp, 1) - 1
-                if left:
-                    group.pending_commits[tp] = left
-                else:
-                    group.pending_commits.pop(tp, None)
-                if code == ErrorCode.NONE and not group.is_(GroupState.DEAD):
-                    group.offsets[tp] = value
-                results[tp] = _offset_store_error(code)
-            callback(results)
-
-        self._log.append(self.partition_for(group.group_id), records, done)
-
-    def fetch_offsets(
-        self, group_id: str, partitions: Sequence[TopicPartition] | None
-    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetValue | None]]:
-        """Committed offsets (None where nothing is committed); ``partitions`` None: all of them."""
-        error = self._check(group_id, allow_empty_id=True)
-        if error is not None:
-            return error, {}
-        group = self._groups.get(group_id)
-        committed = group.offsets if group is not None and not group.is_(GroupState.DEAD) else {}
-        if partitions is None:
-            return ErrorCode.NONE, dict(committed)
-        return ErrorCode.NONE, {tp: committed.get(tp) for tp in partitions}
-
     # -- DescribeGroups / ListGroups / DeleteGroups ------------------------------------------
     def describe_group(self, group_id: str) -> tuple[ErrorCode, GroupSummary]:
         error = self._check(group_id, allow_empty_id=True)
         if error is not None:
             return error, NO_SUMMARY
         group = self._groups.get(group_id)
-        if group is None:
-            return ErrorCode.NONE, DEAD_SUMMARY
+        if group is None or group.consumer is not None:
+            return ErrorCode.NONE, DEAD_SUMMARY  # Kafka: a consumer-protocol group is not described here
         return ErrorCode.NONE, group.summary()
 
     def list_groups(self) -> tuple[ErrorCode, list[GroupOverview]]:
@@ -886,6 +742,8 @@ class GroupCoordinator:
                 results[group_id] = error
             elif group is None or group.is_(GroupState.DEAD):
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+            elif group.consumer is not None and group.consumer.members:
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
             elif group.is_(GroupState.EMPTY) and not group.pending_members:
                 doomed.append(group)
             else:
@@ -897,7 +755,7 @@ class GroupCoordinator:
 
         def deleted(group_id: str, code: ErrorCode) -> None:
             nonlocal waiting
-            results[group_id] = _group_store_error(code)
+            results[group_id] = group_store_error(code)
             waiting -= 1
             if not waiting:
                 callback(results)
@@ -923,147 +781,27 @@ class GroupCoordinator:
         records: list[RecordKV] = [
             (encode_offset_key(OffsetKey(group.group_id, topic, p)), None) for topic, p in sorted(offsets)
         ]
+        if group.consumer is not None:
+            group.consumer.cancel_timers()
+            records += group_tombstones(group.group_id, group.consumer)
         records.append((encode_group_key(GroupKey(group.group_id)), None))
         return records
 
-    def delete_offsets(
-        self,
-        group_id: str,
-        partitions: Sequence[TopicPartition],
-        callback: Callable[[ErrorCode, dict[TopicPartition, ErrorCode]], None],
-    ) -> None:
-        """OffsetDelete: forget committed offsets; ``callback(group error, code per partition)``.
+    def _classic_tombstone(self, group: Group) -> RecordKV:
+        """An Empty classic group becomes a consumer-protocol group: forget its classic metadata."""
+        group.generation_id = 0
+        group.protocol_name = None
+        group.leader_id = None
+        return encode_group_key(GroupKey(group.group_id)), None
 
-        As Kafka: an Empty group loses every one asked for; a consumer group with
-        members keeps those of topics a member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC);
-        any other group with members is NON_EMPTY_GROUP. Answered once the tombstones are stored.
-        """
-        error = self._check(group_id)
-        if error is not None:
-            callback(error, {})
-            return
-        group = self._groups.get(group_id)
-        if group is None or group.is_(GroupState.DEAD):
-            callback(ErrorCode.GROUP_ID_NOT_FOUND, {})
-            return
-        codes = dict.fromkeys(partitions, ErrorCode.NONE)
-        if not group.is_(GroupState.EMPTY):
-            if group.protocol_type != "consumer":
-                callback(ErrorCode.NON_EMPTY_GROUP, {})
-                return
-            consumed = self._subscribed_topics(group)
-            for tp in codes:
-                if consumed is None or tp[0] in consumed:
-                    codes[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-        gone = sorted(tp for tp, code in codes.items() if code == ErrorCode.NONE and tp in group.offsets)
-        if not gone:
-            callback(ErrorCode.NONE, codes)
-            return
-        records: list[RecordKV] = [(encode_offset_key(OffsetKey(group_id, t, p)), None) for t, p in gone]
-
-        def stored(code: ErrorCode) -> None:
-            for tp in gone:
-                if code != ErrorCode.NONE:
-                    codes[tp] = _offset_store_error(code)
-                else:
-                    group.offsets.pop(tp, None)
-            callback(ErrorCode.NONE, codes)
-
-        self._log.append(self.partition_for(group_id), records, stored)
-
-    @staticmethod
-    def _subscribed_topics(group: Group) -> set[str] | None:
-        """Every topic a member of a consumer group subscribes to; None if unknown (no protocol chosen
-        yet, or a subscription that cannot be read): then every topic counts as subscribed, as in Kafka."""
-        if group.protocol_name is None:
-            return None
-        topics: set[str] = set()
-        for member in group.members.values():
-            found = subscribed_topics(member.metadata(group.protocol_name or ""))
-            if found is None:
-                return None
-            topics |= found
-        return topics
-
-    def remove_offsets_of_topic(self, topic: str) -> None:
-        """Forget committed offsets of a deleted topic (tombstones, not awaited), as Kafka does."""
-        if self.closed or self.loading:
-            return
-        for group in list(self._groups.values()):
-            gone = sorted(tp for tp in group.offsets if tp[0] == topic)
-            if not gone:
-                continue
-            for tp in gone:
-                del group.offsets[tp]
-            records: list[RecordKV] = [
-                (encode_offset_key(OffsetKey(group.group_id, t, p)), None) for t, p in gone
-            ]
-            if self._removable(group):
-                records += self._remove_group(group, set())
-            self._log.append(self.partition_for(group.group_id), records, None)
-
-    # -- offset expiry -----------------------------------------------------------------------
-    def _schedule_expiry(self) -> None:
-        self._expiry_timer = self._clock.call_later(
-            self.config.offsets_retention_check_interval_ms, self._expiry_fired
-        )
-
-    def _expiry_fired(self) -> None:
-        self._expiry_timer = None
-        if self.closed:
-            return
-        self.expire_offsets()
-        self._schedule_expiry()
-
-    def expire_offsets(self) -> int:
-        """Drop expired offsets and then-empty groups (writing tombstones); returns offsets removed."""
-        now = self._clock.now_ms()
-        removed = 0
-        for group in list(self._groups.values()):
-            expired = self._expired_offsets(group, now)
-            for tp in expired:
-                del group.offsets[tp]
-            records: list[RecordKV] = [
-                (encode_offset_key(OffsetKey(group.group_id, t, p)), None) for t, p in sorted(expired)
-            ]
-            removed += len(expired)
-            if self._removable(group):
-                log.info("group %s: empty without offsets, removing it", group.group_id)
-                records += self._remove_group(group, set())
-            if records:
-                self._log.append(self.partition_for(group.group_id), records, None)
-        if removed:
-            log.info("expired %d committed offsets", removed)
-        return removed
-
-    @staticmethod
-    def _removable(group: Group) -> bool:
-        return (
-            group.is_(GroupState.EMPTY)
-            and not group.offsets
-            and not group.pending_commits
-            and not group.pending_members
-        )
-
-    def _expired_offsets(self, group: Group, now: int) -> list[TopicPartition]:
-        if not group.is_(GroupState.EMPTY):
-            return []  # (Kafka also expires unsubscribed topics of Stable consumer groups; we do not)
-        retention = self.config.offsets_retention_ms
-        out = []
-        for tp, value in group.offsets.items():
-            if tp in group.pending_commits:
-                continue
-            if value.expire_timestamp is not None:
-                if now >= value.expire_timestamp:
-                    out.append(tp)
-                continue
-            # a group that had members counts from when it became Empty; a standalone one from the commit
-            base = value.commit_timestamp
-            if group.protocol_type is not None and group.state_timestamp_ms is not None:
-                base = group.state_timestamp_ms
-            if now - base >= retention:
-                out.append(tp)
-        return out
+    def _drop_consumer_state(self, group: Group) -> None:
+        """An Empty consumer-protocol group joined with the classic protocol becomes a classic group."""
+        assert group.consumer is not None
+        group.consumer.cancel_timers()
+        records = group_tombstones(group.group_id, group.consumer)
+        group.consumer = None
+        group.protocol_type = None
+        self._log.append(self.partition_for(group.group_id), records, None)
 
     # -- persistence -------------------------------------------------------------------------
     def _add_group(self, group_id: str) -> Group:
@@ -1105,10 +843,13 @@ class GroupCoordinator:
     def _load_partition(self, partition: int) -> None:
         offsets: dict[tuple[str, TopicPartition], OffsetValue] = {}
         groups: dict[str, GroupValue] = {}
+        consumer = ConsumerReplay()
         for key_bytes, value_bytes in self._log.read(partition):
             try:
                 key = decode_key(key_bytes)
-                if isinstance(key, OffsetKey):
+                if isinstance(key, ConsumerKey):
+                    consumer.apply(key, value_bytes)
+                elif isinstance(key, OffsetKey):
                     okey = (key.group, (key.topic, key.partition))
                     if value_bytes is None:
                         offsets.pop(okey, None)
@@ -1122,6 +863,13 @@ class GroupCoordinator:
                 log.warning("__consumer_offsets-%d: skipping an unreadable record: %s", partition, exc)
         for group_id, value in groups.items():
             self._groups[group_id] = self._group_from_record(group_id, value)
+        for group_id, cg in consumer.groups().items():
+            group = self._groups.get(group_id)
+            if group is None or not group.members:
+                group = self._groups[group_id] = Group(group_id, state_timestamp_ms=self._clock.now_ms())
+                group.consumer = cg
+                group.protocol_type = "consumer"
+                self.consumer.arm_loaded(group)
         for (group_id, tp), value in offsets.items():
             group = self._groups.get(group_id)
             if group is None:

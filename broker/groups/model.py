@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from broker.groups.clock import TimerHandle
+from broker.groups.consumer_model import ConsumerGroup
 from broker.groups.records import OffsetValue
 from protocol.errors import ErrorCode
 
@@ -130,6 +131,7 @@ class GroupOverview:
     group_id: str
     protocol_type: str
     state: str
+    group_type: str = "classic"  # or "consumer" (KIP-848)
 
 
 @dataclass(eq=False)
@@ -200,6 +202,7 @@ class Group:
     new_member_added: bool = False
     initial_join: bool = False  # the pending join is Kafka's InitialDelayedJoin
     join_timer: TimerHandle | None = None
+    consumer: ConsumerGroup | None = None  # set while the group uses the consumer protocol (KIP-848)
 
     def is_(self, state: GroupState) -> bool:
         return self.state is state
@@ -325,4 +328,6 @@ class Group:
         return GroupSummary(self.state.value, self.protocol_type or "", "", members)
 
     def overview(self) -> GroupOverview:
+        if self.consumer is not None:
+            return GroupOverview(self.group_id, "consumer", self.consumer.state(), "consumer")
         return GroupOverview(self.group_id, self.protocol_type or "", self.state.value)

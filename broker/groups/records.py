@@ -8,6 +8,7 @@ Keys::
 
     offset commit  key v0/v1:  version, group STRING, topic STRING, partition INT32
     group metadata key v2:     version, group STRING
+    consumer-protocol keys v3-8: see `broker.groups.consumer_records`
 
 Offset commit values (we write v3, or v1 when the commit carried an explicit
 retention time and so has an expire timestamp)::
@@ -37,6 +38,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from broker.groups.consumer_records import KEY_VERSIONS, ConsumerKey
+from broker.groups.consumer_records import decode_key as decode_consumer_key
 from protocol.errors import ProtocolError
 
 OFFSET_KEY_VERSION = 1
@@ -231,14 +234,16 @@ class _Reader:
         return n
 
 
-def decode_key(data: bytes) -> OffsetKey | GroupKey:
-    """An `OffsetKey` (versions 0, 1) or a `GroupKey` (version 2)."""
+def decode_key(data: bytes) -> OffsetKey | GroupKey | ConsumerKey:
+    """An `OffsetKey` (versions 0, 1), a `GroupKey` (version 2), or a consumer-protocol key (3-8)."""
     r = _Reader(data)
     version = r.int16("key version")
     if version in (0, 1):
         return OffsetKey(r.string("group"), r.string("topic"), r.int32("partition"))
     if version == 2:
         return GroupKey(r.string("group"))
+    if version in KEY_VERSIONS:
+        return decode_consumer_key(version, data, r.pos)
     raise ProtocolError(f"unknown __consumer_offsets key version {version}")
 
 

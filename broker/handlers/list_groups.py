@@ -4,7 +4,9 @@ Behavior:
 - Every group this broker coordinates (all of them), with its protocol type
   ("" for groups that only store offsets), including Empty groups.
 - v4+: states_filter keeps the groups in those states; v5+: types_filter the groups of those
-  types (every group here is "classic"). Both compare case-insensitively, as Kafka; empty: all.
+  types ("classic", or "consumer" for KIP-848 groups, whose protocol type is "consumer" and
+  states Empty, Assigning, Reconciling, Stable). Both compare case-insensitively, as Kafka;
+  empty: all.
 Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 is flexible; v4 adds the states
   filter and group_state; v5 the types filter and group_type.
 Leaves out: throttling; authorization.
@@ -18,15 +20,12 @@ from broker import registry
 from broker.context import RequestContext
 
 API_KEY = 16
-CLASSIC = "classic"
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     error, groups = ctx.broker.groups.list_groups()
     states = {s.lower() for s in req.states_filter} if ctx.version >= 4 else set()
     types = {t.lower() for t in req.types_filter} if ctx.version >= 5 else set()
-    if types and CLASSIC not in types:
-        groups = []
     return {
         "throttle_time_ms": 0,
         "error_code": error,
@@ -35,10 +34,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 "group_id": g.group_id,
                 "protocol_type": g.protocol_type,
                 "group_state": g.state,
-                "group_type": CLASSIC,
+                "group_type": g.group_type,
             }
             for g in groups
-            if not states or g.state.lower() in states
+            if (not states or g.state.lower() in states) and (not types or g.group_type in types)
         ],
     }
 

@@ -15,6 +15,10 @@ Behavior:
   (stored as offset value v1).
 - A group that does not exist, committed to with a generation >= 0: GROUP_ID_NOT_FOUND
   from v9, ILLEGAL_GENERATION before.
+- A consumer-protocol (KIP-848) group: generation_id_or_member_epoch is the member's
+  epoch (STALE_MEMBER_EPOCH if it is not the current one, UNKNOWN_MEMBER_ID for a
+  stranger, UNSUPPORTED_VERSION below v9); -1 with no member id commits while the
+  group has no members.
 Version notes: v3 adds throttle_time_ms; v5 drops retention_time_ms (the broker's
   offsets.retention.minutes applies); v6 adds committed_leader_epoch, kept with the
   offset and returned by OffsetFetch v5+; v7 adds group_instance_id (static members:
@@ -59,6 +63,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
             commits,
             cb,
             missing_group=ErrorCode.GROUP_ID_NOT_FOUND if ctx.version >= 9 else ErrorCode.ILLEGAL_GENERATION,
+            api_version=ctx.version,
         ),
         respond,
     )

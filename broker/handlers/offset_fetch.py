@@ -14,8 +14,8 @@ Version notes: v2 makes `topics` nullable and adds a top-level error_code; v3 ad
   throttle_time_ms; v5 returns the committed leader epoch; v6 is flexible; v7 adds
   require_stable (no transactional commits exist yet, so no offset is ever
   pending and nothing answers UNSTABLE_OFFSET_COMMIT); v8 the groups array; v9
-  member_id and member_epoch, which only consumer-protocol groups check (none
-  exist yet: they are ignored).
+  member_id and member_epoch, which consumer-protocol groups check when set
+  (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), as Kafka does.
 Leaves out: throttling; authorization.
 """
 
@@ -49,12 +49,14 @@ def _partition(index: int, value: OffsetValue | None, code: int = 0) -> dict[str
     }
 
 
-def _group(ctx: RequestContext, group_id: str, topics: Any) -> tuple[int, list[dict[str, Any]]]:
+def _group(
+    ctx: RequestContext, group_id: str, topics: Any, member_id: str | None = None, member_epoch: int = -1
+) -> tuple[int, list[dict[str, Any]]]:
     """One group's answer: (error code, topics); ``topics`` None asks for every committed partition."""
     requested: list[TopicPartition] | None = None
     if topics is not None:
         requested = [(t.name, p) for t in topics for p in t.partition_indexes]
-    error, offsets = ctx.broker.groups.fetch_offsets(group_id, requested)
+    error, offsets = ctx.broker.groups.fetch_offsets(group_id, requested, member_id, member_epoch)
     if topics is None:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, p), value in sorted(offsets.items()):
@@ -75,7 +77,10 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
     groups = []
     for g in req.groups:
-        error, topics = _group(ctx, g.group_id, g.topics)
+        if ctx.version >= 9:
+            error, topics = _group(ctx, g.group_id, g.topics, g.member_id, g.member_epoch)
+        else:
+            error, topics = _group(ctx, g.group_id, g.topics)
         groups.append({"group_id": g.group_id, "topics": [] if error else topics, "error_code": error})
     return {"throttle_time_ms": 0, "groups": groups}
 

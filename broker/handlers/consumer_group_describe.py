@@ -1,0 +1,90 @@
+"""ConsumerGroupDescribe: v0, the consumer-protocol groups (KIP-848) as admin tools see them.
+
+Behavior:
+- Per group id asked: its state (Empty, Assigning, Reconciling, Stable), group
+  epoch, assignment epoch, assignor (the one most members ask for, else the
+  first of ``group.consumer.assignors``) and members, each with its
+  subscription, epoch, current and target assignment (topic id, name and
+  partitions; a topic deleted since is left out).
+- An unknown group, or one using the classic protocol, is GROUP_ID_NOT_FOUND
+  with Kafka's message; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the
+  other group APIs.
+- include_authorized_operations: every operation on a group (no authorizer).
+Leaves out: throttling; authorization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import authorized_operations, registry
+from broker.context import RequestContext
+from broker.groups.consumer_model import Assignment
+
+API_KEY = 69
+
+
+def _assignment(ctx: RequestContext, assignment: Assignment) -> dict[str, Any]:
+    out = []
+    for tid, parts in sorted(assignment.items(), key=lambda kv: str(kv[0])):
+        name = ctx.broker.cluster.topic_name(tid)
+        if name is not None and parts:
+            out.append({"topic_id": tid, "topic_name": name, "partitions": sorted(parts)})
+    return {"topic_partitions": out}
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    consumer = ctx.broker.groups.consumer
+    operations = authorized_operations.NOT_REQUESTED
+    if req.include_authorized_operations:
+        operations = authorized_operations.GROUP
+    groups = []
+    for group_id in req.group_ids:
+        error, message, cg = consumer.describe(group_id)
+        if cg is None:
+            groups.append(
+                {
+                    "error_code": error,
+                    "error_message": message,
+                    "group_id": group_id,
+                    "group_state": "",
+                    "group_epoch": 0,
+                    "assignment_epoch": 0,
+                    "assignor_name": "",
+                    "members": [],
+                    "authorized_operations": operations,
+                }
+            )
+            continue
+        members = [
+            {
+                "member_id": m.member_id,
+                "instance_id": m.instance_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "subscribed_topic_regex": m.subscribed_topic_regex,
+                "assignment": _assignment(ctx, m.assigned),
+                "target_assignment": _assignment(ctx, cg.target.get(m.member_id, {})),
+            }
+            for m in cg.members.values()
+        ]
+        groups.append(
+            {
+                "error_code": 0,
+                "error_message": None,
+                "group_id": group_id,
+                "group_state": cg.state(),
+                "group_epoch": cg.group_epoch,
+                "assignment_epoch": cg.assignment_epoch,
+                "assignor_name": consumer.assignor_of(cg),
+                "members": members,
+                "authorized_operations": operations,
+            }
+        )
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+registry.register(API_KEY, 0, 0, handle)

@@ -1,0 +1,69 @@
+"""ConsumerGroupHeartbeat: v0-1, the member side of the consumer group protocol (KIP-848).
+
+Behavior (see `broker.groups.consumer_protocol` for the coordinator's rules):
+- Joins (epoch 0), heartbeats, leaves (-1) and static leaves (-2) a
+  consumer-protocol group; answers the member id (v0: generated here when the
+  request's is empty), its epoch, the heartbeat interval
+  (``group.consumer.heartbeat.interval.ms``) and, when it changed or the
+  request was a full one, the member's assignment by topic id.
+- Errors carry Kafka's message: INVALID_REQUEST for a malformed heartbeat,
+  UNSUPPORTED_ASSIGNOR, GROUP_ID_NOT_FOUND, UNKNOWN_MEMBER_ID,
+  FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID,
+  GROUP_MAX_SIZE_REACHED; NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS as
+  the other group APIs.
+Version notes: v1 adds subscribed_topic_regex (answered INVALID_REQUEST: regular
+  expressions are not served yet) and has the client generate the member id
+  (Kafka 4.0 made v1 stable).
+Leaves out: throttling; authorization; subscription by regular expression.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from broker.groups import deferred
+from broker.groups.consumer_protocol import Heartbeat, HeartbeatResult
+from broker.groups.consumer_records import assignment_of, topic_partitions
+from broker.handlers.join_group import client_host
+
+API_KEY = 68
+
+
+def handle(ctx: RequestContext, req: Any) -> Any:
+    beat = Heartbeat(
+        group_id=req.group_id,
+        member_id=req.member_id,
+        member_epoch=req.member_epoch,
+        instance_id=req.instance_id,
+        rack_id=req.rack_id,
+        rebalance_timeout_ms=req.rebalance_timeout_ms,
+        subscribed_topic_names=(
+            tuple(req.subscribed_topic_names) if req.subscribed_topic_names is not None else None
+        ),
+        subscribed_topic_regex=req.subscribed_topic_regex if ctx.version >= 1 else None,
+        server_assignor=req.server_assignor,
+        owned=assignment_of(req.topic_partitions) if req.topic_partitions is not None else None,
+        client_id=ctx.header.client_id or "",
+        client_host=client_host(ctx),
+    )
+
+    def respond(result: HeartbeatResult) -> dict[str, Any]:
+        assignment = None
+        if result.assignment is not None:
+            assignment = {"topic_partitions": topic_partitions(result.assignment)}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": result.error,
+            "error_message": result.message,
+            "member_id": result.member_id,
+            "member_epoch": result.member_epoch,
+            "heartbeat_interval_ms": result.heartbeat_interval_ms,
+            "assignment": assignment,
+        }
+
+    return deferred(lambda cb: ctx.broker.groups.consumer.heartbeat(beat, cb), respond)
+
+
+registry.register(API_KEY, 0, 1, handle)
