@@ -109,6 +109,8 @@ CONSUMER_OPTIONS = {
         Option("fetch.max.wait.ms", "int", 500, 0, INT32_MAX),
         Option("max.partition.fetch.bytes", "int", 1048576, 0, INT32_MAX),
         Option("partition.assignment.strategy", "assignors", ["range", "cooperative-sticky"]),
+        Option("group.protocol", "choice", "classic", choices=("classic", "consumer")),
+        Option("group.remote.assignor", "str", None, nullable=True),
         Option(
             "isolation.level", "choice", "read_uncommitted", choices=("read_uncommitted", "read_committed")
         ),

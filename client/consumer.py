@@ -19,7 +19,8 @@ isolation.level=read_committed, aborted transactions), and hands out at most
 max_records per call, round-robin over partitions.
 
 Groups: `subscribe` (topic list or regex) makes the consumer a group member
-(`client.group`): rebalances run inside `poll`, where the rebalance listener is
+(`client.group`, or `client.group_consumer` with group.protocol=consumer, Kafka 4's
+protocol where the coordinator assigns): rebalances run inside `poll`, where the rebalance listener is
 called; enable.auto.commit commits the positions every auto.commit.interval.ms
 from poll, before each rebalance and on close. `assign` takes partitions by
 hand (commits still go to group.id when there is one).
@@ -50,6 +51,7 @@ from client.errors import (
     error_for,
 )
 from client.group import GroupMember
+from client.group_consumer import new_group_member
 from client.records import RecordColumns, columns_to_records, decode_record_columns, next_fetch_offset
 from client.types import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 from protocol.errors import ErrorCode, ProtocolError
@@ -303,7 +305,7 @@ class AIOConsumer:
             self._topics = set(topic_list)
         self.cluster.track(self._topics)
         if self._group is None:
-            self._group = GroupMember(self)
+            self._group = new_group_member(self)
         self._group.request_rejoin()
 
     def _match_pattern(self) -> set[str]:

@@ -145,11 +145,13 @@ class GroupMember:
             self.cluster.drop(("coordinator", self.coordinator))
         self.coordinator = None
 
-    async def send(self, api_key: int, body: dict[str, Any], timeout: float | None = None) -> Any:
+    async def send(
+        self, api_key: int, body: dict[str, Any], timeout: float | None = None, version: int | None = None
+    ) -> Any:
         node = await self.ensure_coordinator(timeout)
         try:
             conn = await self.cluster.connection(("coordinator", node))
-            return await conn.send(api_key, body, timeout=timeout or self.request_timeout)
+            return await conn.send(api_key, body, timeout=timeout or self.request_timeout, version=version)
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
             self.coordinator_dead(exc)
             raise
@@ -476,17 +478,22 @@ class GroupMember:
                 }
             )
         while True:
-            member = self.state == STABLE and bool(self.member_id)
+            generation, member_id = self._commit_identity()
             body = {
                 "group_id": self.group_id,
-                "generation_id_or_member_epoch": self.generation if member else -1,
-                "member_id": self.member_id if member else "",
+                "generation_id_or_member_epoch": generation,
+                "member_id": member_id,
                 "retention_time_ms": -1,
                 "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
             }
             retry: KafkaError | None = None
             try:
-                resp = await self.send(OFFSET_COMMIT, body, timeout=max(0.1, deadline - time.monotonic()))
+                resp = await self.send(
+                    OFFSET_COMMIT,
+                    body,
+                    timeout=max(0.1, deadline - time.monotonic()),
+                    version=await self._commit_version(),
+                )
             except (KafkaConnectionError, KafkaTimeoutError) as exc:
                 retry = exc
             else:
@@ -499,10 +506,13 @@ class GroupMember:
                             if code != ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
                                 self.coordinator_dead(ErrorCode(code).name)
                             retry = error_for(code)
+                        elif code == ErrorCode.STALE_MEMBER_EPOCH:
+                            retry = error_for(code)  # a heartbeat moved the epoch on: commit with the new one
                         elif code in (
                             ErrorCode.ILLEGAL_GENERATION,
                             ErrorCode.UNKNOWN_MEMBER_ID,
                             ErrorCode.FENCED_INSTANCE_ID,
+                            ErrorCode.FENCED_MEMBER_EPOCH,
                         ):
                             self._reset_member(code)
                             raise CommitFailedError(
@@ -521,6 +531,16 @@ class GroupMember:
             if time.monotonic() + self.retry_backoff >= deadline:
                 raise KafkaTimeoutError(f"commit did not complete: {retry}")
             await asyncio.sleep(self.retry_backoff)
+
+    def _commit_identity(self) -> tuple[int, str]:
+        """(generation, member id) an OffsetCommit carries: -1 and "" unless the member is in the group."""
+        if self.state == STABLE and self.member_id:
+            return self.generation, self.member_id
+        return -1, ""
+
+    async def _commit_version(self) -> int | None:
+        """The OffsetCommit version to send; None: the negotiated one."""
+        return None
 
     async def fetch_committed(
         self, partitions: list[TopicPartition], timeout: float
