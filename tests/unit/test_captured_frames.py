@@ -19,7 +19,22 @@ FRAMES = sorted((Path(__file__).resolve().parent.parent / "data" / "frames").glo
 
 def test_frames_are_present() -> None:
     clients = {p.parent.name for p in FRAMES}
-    assert {"kafka-python", "aiokafka", "confluent-kafka"} <= clients
+    assert {
+        "kafka-python",
+        "aiokafka",
+        "confluent-kafka",
+        "kafkajs",
+        "platformatic-1",
+        "platformatic-2",
+    } <= clients
+    names = {f"{p.parent.name}/{p.stem}" for p in FRAMES}
+    # the newest versions as real clients send them: librdkafka's KIP-848 heartbeat, platformatic's Fetch v17
+    assert {
+        "confluent-kafka/68-v1",
+        "confluent-kafka/08-v9",
+        "platformatic-2/01-v17",
+        "platformatic-2/00-v11",
+    } <= names
 
 
 @pytest.mark.parametrize("path", FRAMES, ids=lambda p: f"{p.parent.name}/{p.stem}")
