@@ -42,6 +42,7 @@ Behaviour follows Kafka's GroupMetadataManager:
 
 from __future__ import annotations
 
+import base64
 import functools
 import logging
 import re
@@ -252,7 +253,9 @@ class ConsumerProtocol:
         group = self._group(req.group_id, joining, records)
         cg = group.consumer
         assert cg is not None
-        member_id = req.member_id or uuid.uuid4().hex
+        member_id = (
+            req.member_id or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        )  # as Kafka's Uuid
         if len(cg.members) >= self.settings.max_size and member_id not in cg.members:
             raise HeartbeatError(
                 ErrorCode.GROUP_MAX_SIZE_REACHED,
