@@ -7,7 +7,6 @@ raise ProtocolError, or both give equal Containers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 from protocol.errors import ProtocolError
 from protocol.fetch_fast import VERSIONS, decode_fetch_request, decode_fetch_response
 from protocol.messages import _decode, encode_request, encode_response
+from tests.unit.decoder_support import agree_on_variants, outcome
 
 i32 = st.integers(-(2**31), 2**31 - 1)
 i64 = st.integers(-(2**63), 2**63 - 1)
@@ -96,28 +96,14 @@ fetch_responses = st.fixed_dictionaries(
 )
 
 
-def _outcome(fn: Callable[[bytes], Any], body: bytes) -> Any:
-    try:
-        return fn(body)
-    except ProtocolError:
-        return ProtocolError
-
-
 def _agree(table: str, version: int, body: bytes) -> None:
     fast = decode_fetch_request if table == "REQUEST" else decode_fetch_response
-    got = _outcome(lambda b: fast(b, version), body)
-    assert got == _outcome(lambda b: _decode(table, 1, version, b), body)
+    got = outcome(lambda b: fast(b, version), body)
+    assert got == outcome(lambda b: _decode(table, 1, version, b), body)
 
 
 def _variants(table: str, version: int, body: bytes, data: st.DataObject) -> None:
-    _agree(table, version, body)
-    _agree(table, version, body + b"trailing")
-    cut = data.draw(st.integers(0, max(0, len(body) - 1)))
-    _agree(table, version, body[:cut])
-    at = data.draw(st.integers(0, len(body) - 1))
-    mutated = bytearray(body)
-    mutated[at] = data.draw(st.integers(0, 255))
-    _agree(table, version, bytes(mutated))
+    agree_on_variants(lambda b: _agree(table, version, b), body, data)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

@@ -11,7 +11,6 @@ the schema's `encode_response`, errors' extras and tagged fields included.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import flexible_fast
-from protocol.errors import ProtocolError
 from protocol.fast_reader import HasTaggedFields
 from protocol.messages import _decode, decode_request, encode_request, encode_response, encode_response_parts
+from tests.unit.decoder_support import agree_on_variants, outcome
 
 i16 = st.integers(-(2**15), 2**15 - 1)
 i32 = st.integers(-(2**31), 2**31 - 1)
@@ -82,27 +81,13 @@ def fetch_requests(version: int) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries(fields)
 
 
-def _outcome(fn: Callable[[bytes], Any], body: bytes) -> Any:
-    try:
-        return fn(body)
-    except ProtocolError:
-        return ProtocolError
-
-
 def _agree(api_key: int, version: int, body: bytes) -> None:
-    fast = _outcome(lambda b: decode_request(api_key, version, b), body)
-    assert fast == _outcome(lambda b: _decode("REQUEST", api_key, version, b), body)
+    fast = outcome(lambda b: decode_request(api_key, version, b), body)
+    assert fast == outcome(lambda b: _decode("REQUEST", api_key, version, b), body)
 
 
 def _variants(api_key: int, version: int, body: bytes, data: st.DataObject) -> None:
-    _agree(api_key, version, body)
-    _agree(api_key, version, body + b"trailing")
-    cut = data.draw(st.integers(0, max(0, len(body) - 1)))
-    _agree(api_key, version, body[:cut])
-    at = data.draw(st.integers(0, len(body) - 1))
-    mutated = bytearray(body)
-    mutated[at] = data.draw(st.integers(0, 255))
-    _agree(api_key, version, bytes(mutated))
+    agree_on_variants(lambda b: _agree(api_key, version, b), body, data)
 
 
 @pytest.mark.parametrize("version", flexible_fast.PRODUCE_REQUEST_VERSIONS)
