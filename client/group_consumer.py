@@ -147,15 +147,20 @@ class ConsumerGroupMember(GroupMember):
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._wakeup.wait(), self.interval)
 
-    async def _heartbeat_version(self) -> int:
+    async def _coordinator_max(self, api_key: int) -> tuple[str, int]:
+        """(the coordinator's address, the newest version of ``api_key`` it serves; -1: none)."""
         node = await self.ensure_coordinator()
         conn = await self.cluster.connection(("coordinator", node))
-        theirs = conn.broker_versions.get(CONSUMER_GROUP_HEARTBEAT)
-        if theirs is None:
+        theirs = conn.broker_versions.get(api_key)
+        return conn.address, -1 if theirs is None else theirs[1]
+
+    async def _heartbeat_version(self) -> int:
+        address, newest = await self._coordinator_max(CONSUMER_GROUP_HEARTBEAT)
+        if newest < 0:
             raise UnsupportedVersionError(
-                f"broker {conn.address} does not serve ConsumerGroupHeartbeat: use group.protocol=classic"
+                f"broker {address} does not serve ConsumerGroupHeartbeat: use group.protocol=classic"
             )
-        return min(1, theirs[1])
+        return min(1, newest)
 
     async def _beat(self) -> None:
         if self.pending is not None or self.lost_pending:
@@ -271,10 +276,8 @@ class ConsumerGroupMember(GroupMember):
         return -1, ""
 
     async def _commit_version(self) -> int | None:
-        node = await self.ensure_coordinator()
-        conn = await self.cluster.connection(("coordinator", node))
-        theirs = conn.broker_versions.get(OFFSET_COMMIT)
-        if theirs is None or theirs[1] < 9:
+        _, newest = await self._coordinator_max(OFFSET_COMMIT)
+        if newest < 9:
             raise UnsupportedVersionError("group.protocol=consumer needs OffsetCommit v9")
         return 9
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 import uuid
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 
 from broker.groups.clock import TimerHandle
 
@@ -59,46 +60,33 @@ class ConsumerMember:
 
     def metadata_changed(self, other: ConsumerMember) -> bool:
         """Whether the ConsumerGroupMemberMetadata record of ``other`` differs from ours."""
-        return (
-            self.instance_id,
-            self.rack_id,
-            self.client_id,
-            self.client_host,
-            self.subscribed_topic_names,
-            self.subscribed_topic_regex,
-            self.rebalance_timeout_ms,
-            self.server_assignor,
-        ) != (
-            other.instance_id,
-            other.rack_id,
-            other.client_id,
-            other.client_host,
-            other.subscribed_topic_names,
-            other.subscribed_topic_regex,
-            other.rebalance_timeout_ms,
-            other.server_assignor,
-        )
+        return _METADATA_FIELDS(self) != _METADATA_FIELDS(other)
 
     def assignment_changed(self, other: ConsumerMember) -> bool:
-        return (
-            self.member_epoch,
-            self.previous_member_epoch,
-            self.state,
-            self.assigned,
-            self.pending_revocation,
-        ) != (
-            other.member_epoch,
-            other.previous_member_epoch,
-            other.state,
-            other.assigned,
-            other.pending_revocation,
-        )
+        """Whether the ConsumerGroupCurrentMemberAssignment record of ``other`` differs from ours."""
+        return _ASSIGNMENT_FIELDS(self) != _ASSIGNMENT_FIELDS(other)
 
     def reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
 
     def with_(self, **changes: object) -> ConsumerMember:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+# what each of a member's two records holds
+_METADATA_FIELDS = attrgetter(
+    "instance_id",
+    "rack_id",
+    "client_id",
+    "client_host",
+    "subscribed_topic_names",
+    "subscribed_topic_regex",
+    "rebalance_timeout_ms",
+    "server_assignor",
+)
+_ASSIGNMENT_FIELDS = attrgetter(
+    "member_epoch", "previous_member_epoch", "state", "assigned", "pending_revocation"
+)
 
 
 @dataclass(eq=False)

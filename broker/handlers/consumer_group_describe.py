@@ -20,17 +20,18 @@ from typing import Any
 from broker import authorized_operations, registry
 from broker.context import RequestContext
 from broker.groups.consumer_model import Assignment
+from broker.groups.consumer_records import topic_partitions
 
 API_KEY = 69
 
 
 def _assignment(ctx: RequestContext, assignment: Assignment) -> dict[str, Any]:
-    out = []
-    for tid, parts in sorted(assignment.items(), key=lambda kv: str(kv[0])):
-        name = ctx.broker.cluster.topic_name(tid)
-        if name is not None and parts:
-            out.append({"topic_id": tid, "topic_name": name, "partitions": sorted(parts)})
-    return {"topic_partitions": out}
+    named = []
+    for entry in topic_partitions(assignment):
+        name = ctx.broker.cluster.topic_name(entry["topic_id"])
+        if name is not None:
+            named.append({**entry, "topic_name": name})
+    return {"topic_partitions": named}
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
