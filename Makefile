@@ -15,7 +15,7 @@ PORT ?= 9092
 # Docker's compose v2 plugin if installed, else Debian's docker-compose (v1).
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
-.PHONY: node-clients run cluster messages test test-all test-cluster test-faults fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: node-clients run cluster messages test test-all test-cluster test-faults test-crash fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -54,6 +54,10 @@ test-cluster: $(TEST_STAMP) zookeeper-tools
 # ZooKeeper, three brokers and the test clients in network namespaces, partitioned with iptables (root).
 test-faults: $(TEST_STAMP) zookeeper-tools fault-tools
 	$(BIN)/python -m pytest -q -m faults tests/faults
+
+# Brokers and clients SIGKILLed while they work: exactly-once through crashes (issue 18).
+test-crash: $(TEST_STAMP)
+	$(BIN)/python -m pytest -q -m crash tests/crash
 
 # apt-get only when ip (iproute2) or iptables is missing.
 fault-tools:

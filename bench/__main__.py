@@ -15,7 +15,9 @@ Suites (`--suites`, default all), each printing its own table:
 - `cluster` (bench/cluster.py): three brokers on ZooKeeper against one broker:
   RF 3 acks=all produce, consume, and failover time after a SIGKILL;
 - `versions` (bench/versions.py): Produce and Fetch requests/s at Kafka 4's
-  newest versions beside the old ones.
+  newest versions beside the old ones;
+- `transactions` (bench/transactions.py): transactional produce beside
+  idempotent produce, read_committed consume beside read_uncommitted.
 
 `--quick` runs the broker suite with fewer records per cell. Shared, noisy
 machines: the ratios are the result, not the absolute figures.
@@ -36,8 +38,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer records per broker-suite cell")
     ap.add_argument(
         "--suites",
-        default="broker,groups,storage,client,spark,cluster,versions",
-        help="comma-separated: broker, groups, storage, client, spark, cluster, versions",
+        default="broker,groups,storage,client,spark,cluster,versions,transactions",
+        help="comma-separated: broker, groups, storage, client, spark, cluster, versions, transactions",
     )
     args = ap.parse_args()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]

@@ -6,6 +6,7 @@
   broker with no ZooKeeper, `ZkCluster` for a cluster member;
 - ``admin``: topic creation, deletion and config changes (`TopicAdmin`);
 - ``groups``: the group coordinator, on `__consumer_offsets`;
+- ``transactions``: the transaction coordinator, on `__transaction_state` (`broker.txn`);
 - ``group_commit``, ``producer_ids``, ``frames``, ``log_tasks``, ``metrics``.
 
 Handlers reach these through `RequestContext.broker`. All state lives on the
@@ -30,6 +31,8 @@ from broker.groups.store import OFFSETS_TOPIC, offsets_topic_configs
 from broker.log_tasks import LogTasks
 from broker.producer_state import BlockProducerIds, ProducerIdAllocator
 from broker.replica import ReplicaManager
+from broker.txn import Transactions
+from broker.txn.log import TXN_TOPIC
 from storage.config import LogConfig
 from storage.fs import FileSystem
 from storage.log_manager import LogManager
@@ -37,6 +40,7 @@ from storage.log_manager import LogManager
 if TYPE_CHECKING:
     from broker.cluster.zk.cluster import ZkCluster
     from broker.cluster.zk.session import ZkSession
+    from broker.groups.coordinator import GroupCoordinator
     from broker.metrics import BrokerMetrics
 
 log = logging.getLogger("minikafka.broker")
@@ -139,16 +143,32 @@ class Broker:
         )
         self.groups.consumer.topics = self.cluster.topics
         self.cluster.topic_deleted.append(self.groups.remove_offsets_of_topic)
+        self.transactions = Transactions(
+            config,
+            self.replicas,
+            self.group_commit,
+            self.groups,
+            self.cluster,
+            self.admin,
+            self.producer_ids,
+            local=session is None,
+        )
         if session is not None:
-            self.cluster.leadership_changed.append(self._offsets_leadership)
+            self.cluster.leadership_changed.append(self._coordinator_leadership)
 
-    def _offsets_leadership(self, topic: str, partition: int, leads: bool) -> None:
-        """The group coordinator follows the leadership of its __consumer_offsets partitions."""
+    def _coordinator_leadership(self, topic: str, partition: int, leads: bool) -> None:
+        """The coordinators follow the leadership of their __consumer_offsets / __transaction_state partitions."""
+        coordinator: GroupCoordinator | Transactions
         if topic == OFFSETS_TOPIC:
-            if leads:
-                self.groups.elect(partition)
-            else:
-                self.groups.resign(partition)
+            coordinator = self.groups
+        elif topic == TXN_TOPIC:
+            coordinator = self.transactions
+        else:
+            return
+        if leads:
+            coordinator.elect(partition)
+        else:
+            coordinator.resign(partition)
 
     @property
     def cluster_id(self) -> str:
@@ -175,6 +195,7 @@ class Broker:
         """Answer every parked fetch now, and any that parks later (shutdown); same for group requests."""
         self.replicas.close_waiters()
         self.groups.shutdown()
+        self.transactions.close()
 
     def close(self) -> None:
         self.close_waiters()

@@ -104,13 +104,14 @@ def run_broker(argv: list[str], prog: str = "minikafka broker") -> int:
 USAGE = """usage: minikafka COMMAND [...]
 
 commands:
-  broker     run a broker (minikafka broker --help)
-  dump-log   print .log/.index/.timeindex files like kafka-dump-log (minikafka dump-log --help)
-  topics     create|list|describe|alter|delete topics
-  produce    send lines from stdin or a file to a topic
-  consume    print the records of a topic
-  groups     list|describe|lag|delete consumer groups, reset-offsets
-  perf       produce|consume throughput tests
+  broker        run a broker (minikafka broker --help)
+  dump-log      print .log/.index/.timeindex files like kafka-dump-log (minikafka dump-log --help)
+  topics        create|list|describe|alter|delete topics
+  produce       send lines from stdin or a file to a topic
+  consume       print the records of a topic
+  groups        list|describe|lag|delete consumer groups, reset-offsets
+  transactions  list|describe transactional ids and their open transactions
+  perf          produce|consume throughput tests
 (client commands take --bootstrap-server HOST:PORT, default localhost:9092; see minikafka COMMAND --help)"""
 
 
@@ -125,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         from storage.dump import main as dump_log
 
         return dump_log(argv[1:])
-    if argv[0] in ("topics", "produce", "consume", "groups", "perf"):
+    if argv[0] in ("topics", "produce", "consume", "groups", "transactions", "perf"):
         from client.cli import main as client_main  # lazy: the broker never imports the client
 
         return client_main(argv)

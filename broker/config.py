@@ -223,6 +223,34 @@ KEYS: dict[str, Key] = {
         Key("offsets.topic.replication.factor", _int, 3, "replicas of __consumer_offsets (cluster mode)"),
         Key("auto.leader.rebalance.enable", _bool, True, "move leadership back to preferred replicas"),
         Key("unclean.leader.election.enable", _bool, False, "elect out-of-sync replicas (never done here)"),
+        Key("transaction.state.log.num.partitions", _int, 50, "partitions of __transaction_state"),
+        Key(
+            "transaction.state.log.replication.factor",
+            _int,
+            3,
+            "replicas of __transaction_state (cluster mode)",
+        ),
+        Key("transaction.state.log.min.isr", _int, 2, "min.insync.replicas of __transaction_state"),
+        Key("transaction.state.log.segment.bytes", _int, 104857600, "segment size of __transaction_state"),
+        Key("transaction.max.timeout.ms", _int, 900000, "longest transaction timeout a producer may ask for"),
+        Key(
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+            _int,
+            10000,
+            "how often transactions past their timeout are aborted",
+        ),
+        Key(
+            "transactional.id.expiration.ms",
+            _int,
+            604800000,
+            "a transactional id idle this long is forgotten",
+        ),
+        Key(
+            "transaction.remove.expired.transaction.cleanup.interval.ms",
+            _int,
+            3600000,
+            "how often expired transactional ids are removed",
+        ),
     )
 }
 

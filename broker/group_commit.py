@@ -30,8 +30,13 @@ class GroupCommit:
         self.rounds = 0
 
     def sync(self, target: Flushable) -> asyncio.Future[None]:
+        return self.sync_many((target,))
+
+    def sync_many(self, targets: Iterable[Flushable]) -> asyncio.Future[None]:
+        """`sync` of several logs with one future: all of them join the same round."""
         loop = asyncio.get_running_loop()
-        self._dirty[id(target)] = target
+        for target in targets:
+            self._dirty[id(target)] = target
         fut: asyncio.Future[None] = loop.create_future()
         self._waiters.append(fut)
         if not self._running:

@@ -1,6 +1,6 @@
-"""Idempotent-producer state: producer ids, epochs and sequence numbers per partition.
+"""Producer state per partition: producer ids, epochs, sequence numbers and open transactions.
 
-Rules (Kafka's, for non-transactional idempotent producers):
+Rules (Kafka's, for idempotent and transactional producers):
 - Per (producer id, partition) the broker remembers the epoch and the last five
   appended batches (first/last sequence, first/last offset).
 - A batch whose epoch is older than the remembered one: INVALID_PRODUCER_EPOCH.
@@ -10,7 +10,21 @@ Rules (Kafka's, for non-transactional idempotent producers):
   answered with success and the original base offset, not appended again.
 - Otherwise its first sequence must follow the last one (int32 wrap to 0),
   else OUT_OF_ORDER_SEQUENCE_NUMBER.
-- A producer not heard from for ``producer.id.expiration.ms`` is forgotten (`expire`).
+- A known producer with no remembered batch (its epoch was bumped by a
+  transaction marker) must restart at sequence 0.
+- A producer not heard from for ``producer.id.expiration.ms`` is forgotten
+  (`expire`), unless it has an open transaction.
+
+Transactions: the first transactional batch of a producer opens its
+transaction at that batch's offset (``txn_first_offset``); a non-transactional
+batch while one is open is INVALID_TXN_STATE. A COMMIT or ABORT marker
+(`check_marker`, `complete`) closes it: a marker with an older producer epoch
+is INVALID_PRODUCER_EPOCH, one from an older coordinator epoch
+TRANSACTION_COORDINATOR_FENCED; a marker with a newer epoch bumps the
+producer's epoch (the coordinator fenced it). The first unstable offset is the
+smallest first offset of an open transaction, or of a closed one whose marker
+is not yet below the high watermark (`first_unstable_offset`); the last stable
+offset (LSO) is the smaller of it and the high watermark.
 
 Persistence: the state of a partition is written to ``<offset>.snapshot`` in its
 directory when a segment rolls (offset = the new segment's base offset) and at
@@ -29,7 +43,7 @@ Snapshot file format: Kafka's producer snapshot version 1, big-endian::
         INT64 producer id, INT16 epoch, INT32 last sequence, INT64 last offset,
         INT32 offset delta (last - first offset of the batch = last - first sequence),
         INT64 timestamp (ms; last activity of the producer),
-        INT32 coordinator epoch (-1), INT64 current transaction first offset (-1)
+        INT32 coordinator epoch (-1: none), INT64 first offset of the open transaction (-1: none)
 
 Kafka writes one entry per producer (its last batch). minikafka writes one entry
 per remembered batch, oldest first, so it can restore the five-batch duplicate
@@ -102,6 +116,8 @@ class _Producer:
     epoch: int
     batches: deque[_Batch] = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
     last_timestamp: int = -1  # wall-clock ms of the last append (for expiry)
+    coordinator_epoch: int = -1  # of the last transaction marker
+    txn_first_offset: int = -1  # first offset of the open transaction, -1: none
 
 
 class PartitionProducers:
@@ -109,6 +125,20 @@ class PartitionProducers:
 
     def __init__(self) -> None:
         self.producers: dict[int, _Producer] = {}
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction
+        # (first offset, marker offset) of closed transactions whose marker may be above the HW
+        self.unreplicated: deque[tuple[int, int]] = deque()
+
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The smallest first offset of a transaction not yet decided below ``high_watermark``, or None."""
+        unreplicated = self.unreplicated
+        while unreplicated and unreplicated[0][1] < high_watermark:
+            unreplicated.popleft()
+        if not self.ongoing and not unreplicated:
+            return None
+        firsts = list(self.ongoing.values())
+        firsts.extend(first for first, _ in unreplicated)
+        return min(firsts)
 
     def check(self, h: BatchHeader) -> int | None:
         """Validate batch `h`; return the original base offset if it is a duplicate, else None.
@@ -128,10 +158,15 @@ class PartitionProducers:
             raise KafkaError(
                 f"epoch {h.producer_epoch} older than {state.epoch}", ErrorCode.INVALID_PRODUCER_EPOCH
             )
-        if h.producer_epoch > state.epoch:
+        if state.txn_first_offset >= 0 and not h.is_transactional:
+            raise KafkaError(
+                f"non-transactional batch from producer {h.producer_id} inside its open transaction",
+                ErrorCode.INVALID_TXN_STATE,
+            )
+        if h.producer_epoch > state.epoch or not state.batches:
             if h.base_sequence != 0:
                 raise KafkaError(
-                    f"new epoch {h.producer_epoch} must start at sequence 0, got {h.base_sequence}",
+                    f"epoch {h.producer_epoch} must start at sequence 0, got {h.base_sequence}",
                     ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 )
             return None
@@ -148,8 +183,14 @@ class PartitionProducers:
     def update(self, h: BatchHeader, base_offset: int, now_ms: int | None = None) -> None:
         """Record an appended batch (header fields as sent, offsets as assigned)."""
         state = self.producers.get(h.producer_id)
-        if state is None or h.producer_epoch > state.epoch:
+        if state is None:
             state = self.producers[h.producer_id] = _Producer(h.producer_epoch)
+        elif h.producer_epoch > state.epoch:
+            state.epoch = h.producer_epoch
+            state.batches.clear()
+        if h.is_transactional and state.txn_first_offset < 0:
+            state.txn_first_offset = base_offset
+            self.ongoing[h.producer_id] = base_offset
         state.batches.append(
             _Batch(
                 h.base_sequence,
@@ -160,27 +201,88 @@ class PartitionProducers:
         )
         state.last_timestamp = _now_ms() if now_ms is None else now_ms
 
+    def check_epoch(self, producer_id: int, producer_epoch: int) -> None:
+        """INVALID_PRODUCER_EPOCH if ``producer_epoch`` is older than the producer's (a fenced producer)."""
+        state = self.producers.get(producer_id)
+        if state is not None and producer_epoch < state.epoch:
+            raise KafkaError(
+                f"producer epoch {producer_epoch} older than {state.epoch}", ErrorCode.INVALID_PRODUCER_EPOCH
+            )
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """Raise KafkaError if a COMMIT/ABORT marker of this producer must be refused (module docstring)."""
+        self.check_epoch(producer_id, producer_epoch)
+        state = self.producers.get(producer_id)
+        if state is None:
+            return
+        if coordinator_epoch < state.coordinator_epoch:
+            raise KafkaError(
+                f"coordinator epoch {coordinator_epoch} older than {state.coordinator_epoch}",
+                ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+            )
+
+    def complete(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        marker_offset: int,
+        now_ms: int | None = None,
+    ) -> int:
+        """Record a marker appended at ``marker_offset``; returns the first offset of the transaction it
+        closed (-1 if the producer had none open)."""
+        state = self.producers.get(producer_id)
+        if state is None:
+            state = self.producers[producer_id] = _Producer(producer_epoch)
+        elif producer_epoch > state.epoch:
+            state.epoch = producer_epoch
+            state.batches.clear()
+        state.coordinator_epoch = max(state.coordinator_epoch, coordinator_epoch)
+        state.last_timestamp = _now_ms() if now_ms is None else now_ms
+        first = state.txn_first_offset
+        if first >= 0:
+            state.txn_first_offset = -1
+            self.ongoing.pop(producer_id, None)
+            self.unreplicated.append((first, marker_offset))
+        return first
+
     def rebuild(self, headers: Iterable[BatchHeader], now_ms: int | None = None) -> None:
         """Replay batch headers read from the log (an idle producer's expiry clock starts now)."""
         now = _now_ms() if now_ms is None else now_ms
         for h in headers:
-            if h.producer_id >= 0 and not h.is_control:
+            if h.producer_id < 0:
+                continue
+            if h.is_control:
+                self.complete(h.producer_id, h.producer_epoch, -1, h.base_offset, now)
+            else:
                 self.update(h, h.base_offset, now)
 
     def last_offsets(self) -> dict[int, int]:
         """Producer id -> last offset of its last batch (the cleaner keeps those batches)."""
         return {pid: p.batches[-1].last_offset for pid, p in self.producers.items() if p.batches}
 
-    def describe(self) -> list[tuple[int, int, int, int]]:
-        """DescribeProducers: ``(producer id, epoch, last sequence (-1: none), last append ms)`` per producer."""
+    def describe(self) -> list[tuple[int, int, int, int, int, int]]:
+        """DescribeProducers: ``(producer id, epoch, last sequence (-1: none), last append ms,
+        coordinator epoch, first offset of the open transaction)`` per producer."""
         return [
-            (pid, p.epoch, p.batches[-1].last_seq if p.batches else -1, p.last_timestamp)
+            (
+                pid,
+                p.epoch,
+                p.batches[-1].last_seq if p.batches else -1,
+                p.last_timestamp,
+                p.coordinator_epoch,
+                p.txn_first_offset,
+            )
             for pid, p in sorted(self.producers.items())
         ]
 
     def expire(self, now_ms: int, expiration_ms: int) -> int:
-        """Forget producers idle for ``expiration_ms`` or more; returns how many."""
-        doomed = [pid for pid, p in self.producers.items() if now_ms - p.last_timestamp >= expiration_ms]
+        """Forget producers idle for ``expiration_ms`` or more with no open transaction; returns how many."""
+        doomed = [
+            pid
+            for pid, p in self.producers.items()
+            if now_ms - p.last_timestamp >= expiration_ms and p.txn_first_offset < 0
+        ]
         for pid in doomed:
             del self.producers[pid]
         return len(doomed)
@@ -192,13 +294,14 @@ class PartitionProducers:
         entries = bytearray()
         count = 0
         for pid, p in self.producers.items():
+            txn = p.coordinator_epoch, p.txn_first_offset
             if not p.batches:
-                entries += _SNAPSHOT_ENTRY.pack(pid, p.epoch, -1, -1, 0, p.last_timestamp, -1, -1)
+                entries += _SNAPSHOT_ENTRY.pack(pid, p.epoch, -1, -1, 0, p.last_timestamp, *txn)
                 count += 1
             for b in p.batches:
                 delta = b.last_offset - b.first_offset
                 entries += _SNAPSHOT_ENTRY.pack(
-                    pid, p.epoch, b.last_seq, b.last_offset, delta, p.last_timestamp, -1, -1
+                    pid, p.epoch, b.last_seq, b.last_offset, delta, p.last_timestamp, *txn
                 )
                 count += 1
         body = struct.pack(">i", count) + entries
@@ -217,13 +320,19 @@ class PartitionProducers:
         if count < 0 or len(data) != _SNAPSHOT_HEADER.size + count * _SNAPSHOT_ENTRY.size:
             raise CorruptSnapshotError(f"snapshot says {count} entries but holds {len(data)} bytes")
         state = cls()
-        for pid, epoch, last_seq, last_offset, delta, ts, _, _ in _SNAPSHOT_ENTRY.iter_unpack(
+        for pid, epoch, last_seq, last_offset, delta, ts, coord, first in _SNAPSHOT_ENTRY.iter_unpack(
             memoryview(data)[_SNAPSHOT_HEADER.size :]
         ):
             p = state.producers.get(pid)
             if p is None or epoch > p.epoch:
                 p = state.producers[pid] = _Producer(epoch)
             p.last_timestamp = max(p.last_timestamp, ts)
+            p.coordinator_epoch = coord
+            p.txn_first_offset = first
+            if first >= 0:
+                state.ongoing[pid] = first
+            else:
+                state.ongoing.pop(pid, None)
             if last_offset >= 0:
                 first_seq = last_seq - delta
                 if first_seq < 0:

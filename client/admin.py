@@ -3,7 +3,8 @@
 Each call maps onto Kafka admin APIs and routes them as Kafka's AdminClient
 does: CreateTopics/DeleteTopics to the controller, DescribeConfigs and
 (Incremental)AlterConfigs for a broker to that broker (topics: any broker),
-group APIs to the group's coordinator, ListGroups to every broker,
+group APIs to the group's coordinator, ListGroups and ListTransactions to
+every broker, DescribeTransactions to the transaction coordinator,
 ListOffsets/DeleteRecords to each partition's leader.
 
 Per-item outcomes (one topic of several, one group of several) come back as a
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client._loop import LoopThread
+from client.admin_transactions import TransactionAdmin
 from client.assignors import decode_assignment
 from client.cluster import Cluster, list_offsets_body
 from client.config import admin_config
@@ -119,8 +121,11 @@ class PartitionLag:
     host: str = ""
 
 
-class AIOAdminClient:
-    """Asyncio admin client; ``await start()`` (or ``async with``) first."""
+class AIOAdminClient(TransactionAdmin):
+    """Asyncio admin client; ``await start()`` (or ``async with``) first.
+
+    Transactions: `list_transactions`, `describe_transactions` (`client.admin_transactions`).
+    """
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         self.config = admin_config(config, **kwargs)

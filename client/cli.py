@@ -1,4 +1,4 @@
-"""The client commands of ``minikafka``: topics, produce, consume, groups, perf.
+"""The client commands of ``minikafka``: topics, produce, consume, groups, perf, transactions.
 
 `broker.cli.main` hands these commands to `main` here. Every command takes
 ``--bootstrap-server HOST:PORT`` (default localhost:9092), prints tables for
@@ -18,55 +18,27 @@ import base64
 import contextlib
 import datetime as dt
 import json
-import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from client.admin import TOPIC, AdminClient, NewTopic
+from client.cli_support import CliError, emit_json, table
+from client.cli_support import add_common as _common
+from client.cli_support import admin_client as _admin
+from client.cli_transactions import add_transactions_parser, cmd_transactions
 from client.consumer import Consumer
 from client.errors import KafkaError, KafkaResponseError
 from client.producer import Producer
 from client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from protocol.errors import ErrorCode
 
-COMMANDS = ("topics", "produce", "consume", "groups", "perf")
-DEFAULT_BOOTSTRAP = "localhost:9092"
+COMMANDS = ("topics", "produce", "consume", "groups", "perf", "transactions")
 
 
-class CliError(Exception):
-    """A failure to report as one line (exit code 1)."""
-
-
-# -- output helpers --------------------------------------------------------------------------------
-
-
-def table(rows: Sequence[Sequence[Any]], headers: Sequence[str], out: TextIO | None = None) -> None:
-    """Print an aligned table: numbers right-aligned, text left-aligned, ``-`` for None."""
-    out = out or sys.stdout
-    cells = [[("-" if v is None else str(v)) for v in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        for i, v in enumerate(row):
-            widths[i] = max(widths[i], len(v))
-    numeric = [
-        all(isinstance(row[i], int) or row[i] is None for row in rows) and bool(rows)
-        for i in range(len(headers))
-    ]
-
-    def line(values: Sequence[str]) -> str:
-        parts = [v.rjust(widths[i]) if numeric[i] else v.ljust(widths[i]) for i, v in enumerate(values)]
-        return "  ".join(parts).rstrip()
-
-    print(line(list(headers)), file=out)
-    for row in cells:
-        print(line(row), file=out)
-
-
-def emit_json(obj: Any) -> None:
-    print(json.dumps(obj, indent=None, sort_keys=False))
+# -- output helpers (the shared ones are in client.cli_support) ------------------------------------
 
 
 def _text(data: bytes | None) -> Any:
@@ -104,20 +76,6 @@ def parse_kv(items: Iterable[str], what: str) -> list[tuple[str, str]]:
 
 
 # -- argument parsing ------------------------------------------------------------------------------
-
-
-def _common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
-    p.add_argument(
-        "--bootstrap-server",
-        default=os.environ.get("MINIKAFKA_BOOTSTRAP_SERVER", DEFAULT_BOOTSTRAP),
-        metavar="HOST:PORT",
-        help=f"broker(s) to connect to (default {DEFAULT_BOOTSTRAP})",
-    )
-    p.add_argument(
-        "--timeout-ms", type=int, default=30000, help="timeout of each admin request (default 30000)"
-    )
-    if json_flag:
-        p.add_argument("--json", action="store_true", help="machine-readable JSON output")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -262,20 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-X", "--property", action="append", default=[], metavar="KEY=VALUE", help="consumer config"
     )
+
+    add_transactions_parser(sub)
     return parser
 
 
 # -- commands ----------------------------------------------------------------------------------
-
-
-def _admin(args: argparse.Namespace) -> AdminClient:
-    admin = AdminClient(bootstrap_servers=args.bootstrap_server, default_api_timeout_ms=args.timeout_ms)
-    try:
-        admin.check_connection()
-    except BaseException:
-        admin.close()
-        raise
-    return admin
 
 
 def _require_topic(admin: AdminClient, topic: str) -> int:
@@ -1036,6 +986,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "consume": cmd_consume,
     "groups": cmd_groups,
     "perf": cmd_perf,
+    "transactions": cmd_transactions,
 }
 
 
@@ -1059,3 +1010,6 @@ def main(argv: list[str]) -> int:
 
 
 __all__ = ["COMMANDS", "main"]
+
+if __name__ == "__main__":  # python -m client.cli COMMAND ...: the client commands without broker/cli.py
+    sys.exit(main(sys.argv[1:]))

@@ -87,6 +87,7 @@ PRODUCER_OPTIONS = {
         Option("delivery.timeout.ms", "int", 120000, 1, INT32_MAX),
         Option("partitioner.ignore.keys", "bool", False),
         Option("transaction.timeout.ms", "int", 60000, 1, INT32_MAX),
+        Option("transactional.id", "str", None, nullable=True),
         Option("key.serializer", "callable", None, nullable=True),
         Option("value.serializer", "callable", None, nullable=True),
     ),
@@ -264,7 +265,11 @@ def _default_client_id(out: dict[str, Any], prefix: str) -> None:
 
 
 def producer_config(config: Mapping[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
-    """Validated producer settings; idempotence is on unless acks/retries/in-flight rule it out."""
+    """Validated producer settings; idempotence is on unless acks/retries/in-flight rule it out.
+
+    A transactional.id makes idempotence (and so acks=all) mandatory: settings
+    that contradict it raise `ConfigError`, as in Kafka's Java producer.
+    """
     out, explicit = _build("producer", PRODUCER_OPTIONS, config, kwargs)
     _default_client_id(out, "producer")
     idem_explicit = "enable.idempotence" in explicit and out["enable.idempotence"]
@@ -275,6 +280,16 @@ def producer_config(config: Mapping[str, Any] | None = None, **kwargs: Any) -> d
         conflicts.append("max.in.flight.requests.per.connection <= 5")
     if out["retries"] == 0:
         conflicts.append("retries > 0")
+    if out["transactional.id"] is not None:
+        if not out["transactional.id"]:
+            raise ConfigError(
+                "transactional.id must not be empty (leave it unset for a non-transactional producer)"
+            )
+        if "enable.idempotence" in explicit and not out["enable.idempotence"]:
+            raise ConfigError("transactional.id requires enable.idempotence=true")
+        if conflicts:
+            raise ConfigError(f"transactional.id requires {' and '.join(conflicts)}")
+        out["enable.idempotence"] = True
     if conflicts:
         if idem_explicit:
             raise ConfigError(f"enable.idempotence=true requires {' and '.join(conflicts)}")

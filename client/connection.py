@@ -67,12 +67,12 @@ CLIENT_MAX_VERSIONS: dict[int, int] = {
     19: 4,  # CreateTopics
     20: 3,  # DeleteTopics
     21: 1,  # DeleteRecords
-    22: 1,  # InitProducerId
+    22: 4,  # InitProducerId (v3: current id and epoch for an epoch bump; v4: PRODUCER_FENCED)
     23: 3,  # OffsetForLeaderEpoch
-    24: 1,  # AddPartitionsToTxn
-    25: 1,  # AddOffsetsToTxn
-    26: 1,  # EndTxn
-    28: 1,  # TxnOffsetCommit
+    24: 3,  # AddPartitionsToTxn (v4+ is the brokers' batched form)
+    25: 3,  # AddOffsetsToTxn
+    26: 3,  # EndTxn (v4+: TRANSACTION_ABORTABLE, KIP-890)
+    28: 3,  # TxnOffsetCommit (v3: generation and member id)
     32: 2,  # DescribeConfigs
     33: 1,  # AlterConfigs
     36: 1,  # SaslAuthenticate

@@ -53,7 +53,13 @@ from client.errors import (
 from client.group import GroupMember
 from client.group_consumer import new_group_member
 from client.records import RecordColumns, columns_to_records, decode_record_columns, next_fetch_offset
-from client.types import ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
+from client.types import (
+    ConsumerGroupMetadata,
+    ConsumerRecord,
+    OffsetAndMetadata,
+    OffsetAndTimestamp,
+    TopicPartition,
+)
 from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("client.consumer")
@@ -776,6 +782,18 @@ class AIOConsumer:
             out[_as_tp(tp)] = om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(int(om), "")
         return out
 
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group identity, for a transactional producer's `send_offsets_to_transaction`.
+
+        Generation and member id are those commits carry now (-1 and "" while
+        the member is not in the group).
+        """
+        group_id = self.config["group.id"]
+        if group_id is None:
+            raise IllegalStateError("group_metadata() needs a group.id")
+        generation, member_id = self._group._commit_identity() if self._group is not None else (-1, "")
+        return ConsumerGroupMetadata(group_id, generation, member_id, self.config["group.instance.id"])
+
     async def commit(self, offsets: Mapping[Any, int | OffsetAndMetadata] | None = None) -> None:
         """Commit ``offsets`` ({tp: next offset to read, or OffsetAndMetadata}), default every position."""
         self._ensure_open()
@@ -1107,6 +1125,10 @@ class Consumer:
         self, partitions: Iterable[TopicPartition | tuple[str, int]]
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         return self._lt.run(self._core.committed(list(partitions)))
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """See `AIOConsumer.group_metadata`."""
+        return self._run(self._core.group_metadata)  # type: ignore[no-any-return]
 
     def position(self, partition: TopicPartition | tuple[str, int]) -> int:
         return self._lt.run(self._core.position(partition))

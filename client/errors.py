@@ -99,6 +99,19 @@ class RecordTooLargeError(KafkaError):
     """A record is larger than max.request.size allows."""
 
 
+class TransactionAbortedError(KafkaError):
+    """A record was not sent because its transaction was aborted (`abort_transaction` or a failure)."""
+
+
+class TransactionAbortableError(KafkaError):
+    """The open transaction hit an error that only aborting it can clear.
+
+    Raised by ``send``, ``send_offsets_to_transaction`` and ``commit_transaction``
+    once a record of the transaction (or an offset commit in it) failed; the
+    failure is ``__cause__``. ``abort_transaction()`` clears it.
+    """
+
+
 class KafkaResponseError(KafkaError):
     """The broker answered with a Kafka error code."""
 
@@ -118,6 +131,30 @@ class KafkaResponseError(KafkaError):
         super().__init__(text)
 
 
+class ProducerFencedError(KafkaResponseError):
+    """Fatal: another producer with the same transactional.id (a newer epoch) took over.
+
+    ``.code`` is PRODUCER_FENCED or INVALID_PRODUCER_EPOCH (what older
+    coordinators answer). The producer can only be closed: every later call
+    raises this again.
+    """
+
+
+class TransactionalIdAuthorizationError(KafkaResponseError):
+    """Fatal: the principal may not use this transactional.id."""
+
+
+class InvalidTxnStateError(KafkaResponseError):
+    """Fatal: the coordinator's transaction state does not allow the request (a client bug or a lost race)."""
+
+
+_ERROR_CLASSES: dict[int, type[KafkaResponseError]] = {
+    ErrorCode.PRODUCER_FENCED: ProducerFencedError,
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: TransactionalIdAuthorizationError,
+    ErrorCode.INVALID_TXN_STATE: InvalidTxnStateError,
+}
+
+
 def error_for(code: int, message: str | None = None, context: str = "") -> KafkaResponseError:
-    """The exception for a non-zero Kafka error code."""
-    return KafkaResponseError(code, message, context)
+    """The exception for a non-zero Kafka error code (a subclass for the fatal transactional codes)."""
+    return _ERROR_CLASSES.get(code, KafkaResponseError)(code, message, context)

@@ -56,7 +56,7 @@ from client.errors import (
     KafkaTimeoutError,
     error_for,
 )
-from client.types import OffsetAndMetadata, TopicPartition
+from client.types import OffsetAndMetadata, TopicPartition, offsets_by_topic
 from protocol.errors import ErrorCode, ProtocolError
 
 if TYPE_CHECKING:
@@ -468,15 +468,7 @@ class GroupMember:
         if not offsets:
             return
         deadline = time.monotonic() + timeout
-        by_topic: dict[str, list[dict[str, Any]]] = {}
-        for tp, om in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, []).append(
-                {
-                    "partition_index": tp.partition,
-                    "committed_offset": om.offset,
-                    "committed_metadata": om.metadata,
-                }
-            )
+        by_topic = offsets_by_topic(offsets)
         while True:
             generation, member_id = self._commit_identity()
             body = {

@@ -22,6 +22,12 @@ that fails for good (MESSAGE_TOO_LARGE, retries or delivery.timeout.ms
 exhausted) after it was numbered makes the producer fetch a new producer id
 and renumber what is still queued, as Kafka's epoch bump does.
 
+Transactions (transactional.id): `client.transactions.TransactionManager`
+owns the transaction state and the coordinator requests; the producer asks it
+before accepting a record (`check_send`), tells it which partitions records
+go to, sends a partition's batches only once it is in the transaction, marks
+them transactional, and reports batches that fail for good to it.
+
 Delivery: `send` returns a `DeliveryFuture` (``.get()`` blocks, ``await``
 works on the producer's loop) and calls ``on_delivery(error, metadata)`` once
 the batch completes; callbacks run on the producer's event loop thread, so
@@ -45,15 +51,18 @@ from client.config import producer_config
 from client.errors import (
     RETRIABLE_CODES,
     ClientClosedError,
+    IllegalStateError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     RecordTooLargeError,
+    TransactionAbortedError,
     error_for,
 )
 from client.partitioner import StickyPartitioner, partition_for_key
 from client.records import build_batch, restamp
-from client.types import RecordMetadata, TopicPartition
+from client.transactions import OffsetsArg, TransactionManager
+from client.types import ConsumerGroupMetadata, RecordMetadata, TopicPartition
 from protocol import codecs
 from protocol.errors import ErrorCode
 
@@ -279,8 +288,9 @@ class AIOProducer:
         self._metadata_task: asyncio.Task[Any] | None = None
         self._fatal: BaseException | None = None
         self._counts: dict[str, int] = {}  # partition counts, replaced after every metadata refresh
-        # True while sending needs none of: serializers, the closed check, a fatal error.
-        self._plain = self._key_serializer is None and self._value_serializer is None
+        self._txn = TransactionManager(self, c) if c["transactional.id"] is not None else None
+        # True while sending needs none of: serializers, the closed check, a fatal error, a transaction.
+        self._plain = self._key_serializer is None and self._value_serializer is None and self._txn is None
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -334,6 +344,8 @@ class AIOProducer:
                     await self._sender
         self._fail_all(ClientClosedError("producer closed before the record was delivered"))
         self._closed = True
+        if self._txn is not None:
+            await self._txn.close()
         if self._metadata_task is not None:
             self._metadata_task.cancel()
         if self._cluster is not None:
@@ -392,6 +404,8 @@ class AIOProducer:
         Waits for topic metadata on first use of a topic and for buffer space
         when buffer.memory is full (up to max.block.ms).
         """
+        if self._txn is not None:
+            self._txn.check_send()  # before waiting for metadata
         n = self._counts.get(topic)
         if n is None:
             n = await self._partition_count(topic)
@@ -405,6 +419,87 @@ class AIOProducer:
         """`send` and wait for the record to be acknowledged."""
         future = await self.send(topic, value, key, **kw)
         return await future
+
+    # -- transactions --------------------------------------------------------------------------------
+
+    @property
+    def transactional_id(self) -> str | None:
+        return self._txn.transactional_id if self._txn is not None else None
+
+    def _transactions(self) -> TransactionManager:
+        if self._txn is None:
+            raise IllegalStateError("transactional method called on a producer without a transactional.id")
+        return self._txn
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """Register the transactional.id with its coordinator, fencing older producers of it.
+
+        Call once, before the first transaction; an open transaction of a
+        previous producer with this id is aborted first. Waits up to
+        ``timeout`` s (default max.block.ms); after a timeout call it again.
+        """
+        await self._transactions().init_transactions(timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: records sent from now on belong to it until commit or abort."""
+        self._transactions().begin_transaction()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: OffsetsArg,
+        group_metadata: ConsumerGroupMetadata | str,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit ``offsets`` ({tp: next offset to read}) for a consumer group as part of the transaction.
+
+        ``group_metadata`` is the consumer's `group_metadata()` (the group
+        coordinator then rejects offsets of a member fenced out of the group)
+        or just the group id. The group sees the offsets only once the
+        transaction commits.
+        """
+        await self._transactions().send_offsets_to_transaction(offsets, group_metadata, timeout)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Send every buffered record, wait for them all, then commit the transaction.
+
+        Raises `TransactionAbortableError` when a record or the offsets of the
+        transaction failed (then call `abort_transaction`), and the fatal error
+        (`ProducerFencedError`, ...) once the producer cannot go on.
+        """
+        await self._transactions().commit_transaction(timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort the transaction: records not sent yet fail with `TransactionAbortedError`."""
+        await self._transactions().abort_transaction(timeout)
+
+    # The TransactionManager's view of the producer (`client.transactions.TxnHost`), loop thread only.
+
+    def _producer_id_and_epoch(self) -> tuple[int, int]:
+        return self._producer_id, self._producer_epoch
+
+    def _set_producer_id(self, producer_id: int, producer_epoch: int) -> None:
+        with self._lock:
+            self._producer_id = producer_id
+            self._producer_epoch = producer_epoch
+            self._need_new_pid = False
+            for state in self._pstate.values():
+                state.next_sequence = 0
+                state.recovering = False
+
+    def _abort_queued(self, error: BaseException) -> bool:
+        """Fail every batch that is not in flight with ``error``; True if one of them had sequence numbers."""
+        with self._lock:
+            dropped = [b for q in self._queues.values() for b in q]
+            for q in self._queues.values():
+                q.clear()
+            self._open.clear()
+        for batch in dropped:
+            self._complete(batch, -1, -1, error)
+        return any(b.base_sequence is not None for b in dropped)
+
+    def _has_incomplete(self) -> bool:
+        with self._lock:
+            return bool(self._incomplete)
 
     def _append(
         self,
@@ -427,6 +522,8 @@ class AIOProducer:
                 raise ClientClosedError("producer is closed")
             if self._fatal is not None:
                 raise self._fatal
+            if self._txn is not None:
+                self._txn.check_send()
             if self._key_serializer is not None:
                 key = self._key_serializer(key)
             if self._value_serializer is not None:
@@ -463,6 +560,8 @@ class AIOProducer:
                 wake = True
             else:
                 wake = False
+            if self._txn is not None:
+                self._txn.add_partition(qkey)
             records = batch.records
             index = len(records)
             records.append((key, value, ts, hdrs))
@@ -644,9 +743,13 @@ class AIOProducer:
                     # failed one return OUT_OF_ORDER and are re-queued) before renumbering.
                     timeout = self._retry_backoff
                 else:
-                    needs_pid = self._idempotent and (self._producer_id < 0 or self._need_new_pid)
-                    if needs_pid and self._incomplete and not await self._init_producer_id():
-                        continue
+                    txn = self._txn
+                    if txn is None:
+                        needs_pid = self._idempotent and (self._producer_id < 0 or self._need_new_pid)
+                        if needs_pid and self._incomplete and not await self._init_producer_id():
+                            continue
+                    else:
+                        txn.poll()  # AddPartitionsToTxn for partitions new to the transaction
                     timeout = self._drain(time.monotonic())
                 with self._lock:
                     idle = not self._incomplete
@@ -726,9 +829,10 @@ class AIOProducer:
         ready: dict[int, list[tuple[str, int]]] = collections.defaultdict(list)
         linger = self._linger
         flushing = self._flushing > 0 or self._closing
+        txn = self._txn
         with self._lock:
             for qkey, q in self._queues.items():
-                if not q:
+                if not q or (txn is not None and not txn.sendable(qkey)):
                     continue
                 head = q[0]
                 if head.retry_at > now:
@@ -767,7 +871,7 @@ class AIOProducer:
     def _sendable(self, qkey: tuple[str, int], now: float) -> bool:
         with self._lock:
             q = self._queues.get(qkey)
-            if not q:
+            if not q or (self._txn is not None and not self._txn.sendable(qkey)):
                 return False
             head = q[0]
             if head.retry_at > now or not (head.closed or self._flushing or self._closing or len(q) > 1):
@@ -813,6 +917,7 @@ class AIOProducer:
                         producer_id=self._producer_id,
                         producer_epoch=self._producer_epoch,
                         base_sequence=head.base_sequence if head.base_sequence is not None else -1,
+                        transactional=self._txn is not None,
                     )
                 else:
                     head.buf = build_batch(head.records, codec=self._codec)
@@ -842,7 +947,7 @@ class AIOProducer:
         for b in batches:
             by_topic[b.tp.topic].append({"index": b.tp.partition, "records": b.buf})
         body = {
-            "transactional_id": None,
+            "transactional_id": self._txn.transactional_id if self._txn is not None else None,
             "acks": self._acks,
             "timeout_ms": int(self._request_timeout * 1000),
             "topic_data": [{"name": t, "partition_data": parts} for t, parts in by_topic.items()],
@@ -916,7 +1021,10 @@ class AIOProducer:
             self._retry_or_fail(batch, error_for(code, context=str(batch.tp)), refresh=True)
             return
         state.inflight -= 1
-        self._fail_batch(batch, error_for(code, context=f"produce to {batch.tp}"))
+        if self._txn is not None:
+            self._fail_batch(batch, self._txn.produce_error(code, batch.tp))
+        else:
+            self._fail_batch(batch, error_for(code, context=f"produce to {batch.tp}"))
 
     def _retry_or_fail(
         self, batch: _Batch, exc: BaseException, *, refresh: bool = False, force: bool = False
@@ -924,6 +1032,11 @@ class AIOProducer:
         state = self._state(batch)
         state.inflight -= 1
         now = time.monotonic()
+        if self._txn is not None and self._txn.dropping:
+            self._fail_batch(
+                batch, TransactionAbortedError(f"record not sent: its transaction failed ({exc})")
+            )
+            return
         if not force and (batch.attempts > self._retries or now - batch.created >= self._delivery_timeout):
             self._fail_batch(batch, exc)
             return
@@ -948,7 +1061,10 @@ class AIOProducer:
             self._refresh_metadata()
 
     def _fail_batch(self, batch: _Batch, exc: BaseException) -> None:
-        if self._idempotent and batch.base_sequence is not None and batch.sent:
+        if self._txn is not None:
+            # Inside a transaction the transaction fails (the epoch is bumped at its abort if needed).
+            self._txn.batch_failed(exc, numbered=batch.base_sequence is not None)
+        elif self._idempotent and batch.base_sequence is not None and batch.sent:
             # Its sequence numbers are burnt: renumber what follows under a new producer id. The
             # partition's batches already in flight will come back OUT_OF_ORDER: re-queue them.
             self._need_new_pid = True
@@ -997,6 +1113,8 @@ class Producer:
         buffer.memory is full, each up to max.block.ms.
         """
         core = self._core
+        if core._txn is not None:
+            core._txn.check_send()  # before waiting for metadata
         n = core._counts.get(topic)
         if n is None:
             n = self._lt.run(core._partition_count(topic), self._max_block + 1)
@@ -1008,6 +1126,35 @@ class Producer:
 
     def partitions_for(self, topic: str, *, fail_unknown: bool = False) -> list[int]:
         return self._lt.run(self._core.partitions_for(topic, fail_unknown=fail_unknown))
+
+    @property
+    def transactional_id(self) -> str | None:
+        return self._core.transactional_id
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """See `AIOProducer.init_transactions`."""
+        self._lt.run(self._core.init_transactions(timeout))
+
+    def begin_transaction(self) -> None:
+        """See `AIOProducer.begin_transaction`."""
+        self._core.begin_transaction()
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: OffsetsArg,
+        group_metadata: ConsumerGroupMetadata | str,
+        timeout: float | None = None,
+    ) -> None:
+        """See `AIOProducer.send_offsets_to_transaction`."""
+        self._lt.run(self._core.send_offsets_to_transaction(offsets, group_metadata, timeout))
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """See `AIOProducer.commit_transaction`."""
+        self._lt.run(self._core.commit_transaction(timeout))
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """See `AIOProducer.abort_transaction`."""
+        self._lt.run(self._core.abort_transaction(timeout))
 
     def flush(self, timeout: float | None = None) -> None:
         """Send everything buffered and wait for every acknowledgement."""

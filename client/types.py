@@ -7,7 +7,7 @@ and passed between the client's I/O thread and the caller's thread freely.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 # Timestamp types as Kafka numbers them (RecordBatch attribute bit 3).
 CREATE_TIME = 0
@@ -61,6 +61,20 @@ class OffsetAndMetadata(NamedTuple):
     metadata: str = ""
 
 
+class ConsumerGroupMetadata(NamedTuple):
+    """A consumer's group identity, for `send_offsets_to_transaction` (``Consumer.group_metadata()``).
+
+    With a generation and member id the group coordinator rejects offsets of a
+    member that has since been fenced out of the group (TxnOffsetCommit v3+);
+    generation -1 and member id "" commit as a producer outside the group.
+    """
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
 class OffsetAndTimestamp(NamedTuple):
     offset: int
     timestamp: int
@@ -94,3 +108,18 @@ class BrokerInfo:
     host: str
     port: int
     rack: str | None = None
+
+
+def offsets_by_topic(offsets: dict[TopicPartition, OffsetAndMetadata]) -> dict[str, list[dict[str, Any]]]:
+    """OffsetCommit / TxnOffsetCommit partitions grouped by topic: {topic: [{partition_index,
+    committed_offset, committed_metadata}]}, partitions in order."""
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for tp, om in sorted(offsets.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            {
+                "partition_index": tp.partition,
+                "committed_offset": om.offset,
+                "committed_metadata": om.metadata,
+            }
+        )
+    return by_topic

@@ -1,8 +1,9 @@
 """Storage engine: Kafka-format segment files, partition logs and the data directory.
 
 Layers, bottom up: `fs` (filesystem seam), `naming`, `index` (mmap'd numpy
-indexes), `segment` (`.log` + indexes), `partition_log` (segments + offsets,
-recovery, retention, the compaction swap), `cleaner` (compaction),
+indexes), `txn_index` (aborted transactions), `segment` (`.log` + indexes),
+`txn_recovery` (rebuilding transaction indexes), `partition_log` (segments +
+offsets, recovery, retention, the compaction swap), `cleaner` (compaction),
 `log_manager` (data directory, topics, checkpoints). Only `protocol` is
 imported from above.
 """

@@ -34,6 +34,21 @@ What it does (Kafka's design, LogCleaner / LogCleanerManager):
   last batch of a producer that is still active, which is kept as an empty batch
   (header only, recordCount 0), so producer state rebuilt from the log still knows
   the producer's last sequence (Kafka's RETAIN_EMPTY).
+- Transactions (Kafka's rules): the dirty section ends below the log's
+  ``first_unstable_offset`` (the first offset of the oldest undecided
+  transaction), at the start of the segment holding it, so only decided
+  transactions are cleaned. Data batches of aborted transactions (transactional,
+  not control, producer P at an offset inside an `AbortedTxn` of P in the log's
+  transaction indexes) are dropped whole and never enter the offset map (so
+  they neither survive nor supersede committed records), except that the last
+  batch of a still-active producer stays as an empty batch, as above.
+  Committed transactional batches are compacted like any others and keep their
+  transactional bit and producer fields. Control batches (COMMIT/ABORT markers)
+  are always kept: Kafka removes a marker once its transaction has no data left
+  and ``delete.retention.ms`` has passed; minikafka keeps them (a few bytes
+  each; consumers skip them). Each cleaned segment gets the transaction-index
+  entries of its source segments (each in the output segment holding its
+  marker), so aborted records never resurface to read_committed consumers.
 - Offsets are preserved; consumers read across the gaps.
 - The rewritten segments are grouped so that a group's original size is at most
   ``segment.bytes`` (and its offsets fit int32 relative offsets, its index entries
@@ -41,7 +56,8 @@ What it does (Kafka's design, LogCleaner / LogCleanerManager):
   first base offset. Should re-encoding make it larger (delete horizons widen
   timestamp deltas), the output is split at a batch boundary, so no cleaned segment
   exceeds ``segment.bytes``.
-- The active segment is never cleaned.
+- The active segment is never cleaned, nor anything from the segment holding the
+  high watermark or the first unstable offset on.
 
 Threading: `LogCleaner.grab_filthiest` (choose a log, snapshot its segment list)
 and the swap steps run on the event loop thread; `LogCleaner.clean` runs in a
@@ -91,6 +107,7 @@ from storage.index import INT32_MAX
 from storage.partition_log import PartitionLog
 from storage.record_scan import Scanned, batch_payload, scan_records
 from storage.segment import LogSegment
+from storage.txn_index import AbortedRanges, AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +199,7 @@ class SourceSegment:
     size: int
     index_entries: int
     log_path: str
+    aborted_txns: tuple[AbortedTxn, ...] = ()  # its transaction index's entries
 
 
 @dataclass
@@ -200,6 +218,8 @@ class CleaningJob:
     map_capacity: int
     producer_last_offsets: Mapping[int, int] = field(default_factory=dict)
     aborted: threading.Event = field(default_factory=threading.Event)
+    # Every aborted transaction that may have data in the sources (from all segments' indexes).
+    aborted_txns: tuple[AbortedTxn, ...] = ()
 
     def abort(self) -> None:
         """Ask the worker to stop (thread-safe); it raises `CleanerAborted` at the next batch."""
@@ -339,8 +359,17 @@ def _horizon(h: BatchHeader) -> int | None:
     return h.base_timestamp if h.attributes & DELETE_HORIZON_BIT else None
 
 
-def _build_offset_map(job: CleaningJob, offset_map: OffsetMap, stats: CleaningStats) -> int:
-    """Fill ``offset_map`` from the dirty section; return where it stops (the new cleaner offset)."""
+def _is_aborted(h: BatchHeader, aborted: AbortedRanges) -> bool:
+    """A data batch of an aborted transaction (control batches never are)."""
+    return h.is_transactional and not h.is_control and aborted.is_aborted(h.producer_id, h.base_offset)
+
+
+def _build_offset_map(
+    job: CleaningJob, offset_map: OffsetMap, stats: CleaningStats, aborted: AbortedRanges
+) -> int:
+    """Fill ``offset_map`` from the dirty section; return where it stops (the new cleaner offset).
+
+    Aborted transactions' records are left out: they must not supersede anything."""
     end = job.first_dirty
     for src in job.sources:
         if src.next_offset <= job.first_dirty:
@@ -350,7 +379,7 @@ def _build_offset_map(job: CleaningJob, offset_map: OffsetMap, stats: CleaningSt
             for h, data in _iter_batches(file, src.size, job):
                 if h.last_offset < job.first_dirty:
                     continue
-                if h.is_control:
+                if h.is_control or _is_aborted(h, aborted):
                     end = h.last_offset + 1
                     continue
                 if len(offset_map) and not offset_map.room_for(h.record_count):
@@ -399,18 +428,32 @@ class _Output:
         self._buf = bytearray()
         self._batches: list[tuple[int, int, int]] = []
         self._first = self._last = self._max_ts = self._offset_of_max = -1
+        self._txns: list[AbortedTxn] = []  # the group's transaction-index entries not yet written
+        self._txn_pos = 0
 
-    def start(self, base: int) -> None:
+    def start(self, base: int, txns: list[AbortedTxn] | None = None) -> None:
+        """Start an output segment at ``base``; ``txns`` (a new group's index entries) if a group starts."""
         self.finish()
         self._seg = LogSegment.create(
             self.job.fs, self.job.directory, base, self.job.config, self.job.now_ms, naming.CLEANED_SUFFIX
         )
         self.bases.append(base)
+        if txns is not None:
+            self._txns, self._txn_pos = txns, 0
+
+    def _add_txns(self, upto: int) -> None:
+        """Write the pending index entries whose marker offset is <= ``upto`` to the current segment."""
+        seg, txns = self._seg, self._txns
+        assert seg is not None
+        while self._txn_pos < len(txns) and txns[self._txn_pos].last_offset <= upto:
+            seg.append_aborted_txn(txns[self._txn_pos])
+            self._txn_pos += 1
 
     def add(self, data: bytes, base_offset: int, last_offset: int, max_ts: int) -> None:
         seg = self._seg
         assert seg is not None
         if seg.size + len(self._buf) + len(data) > self.job.config.segment_bytes and (seg.size or self._buf):
+            self._add_txns(base_offset - 1)
             self.start(base_offset)
             seg = self._seg
         if len(self._buf) >= _WRITE_CHUNK:
@@ -420,6 +463,7 @@ class _Output:
         self._batches.append((len(self._buf), last_offset, max_ts))
         self._buf += data
         self._last = last_offset
+        self._add_txns(last_offset)
         if max_ts > self._max_ts:
             self._max_ts, self._offset_of_max = max_ts, last_offset
 
@@ -445,6 +489,13 @@ class _Output:
             self._seg = None
             seg.close_without_seal()
 
+    def finish_group(self) -> None:
+        """End the group: its remaining index entries go to the last segment, which is completed."""
+        if self._seg is not None:
+            self._add_txns(2**63 - 1)
+        self._txns, self._txn_pos = [], 0
+        self.finish()
+
     def remove(self) -> None:
         """Delete every `.cleaned` file written (on failure)."""
         if self._seg is not None:
@@ -464,18 +515,23 @@ def _clean_group(
     end: int,
     out: _Output,
     stats: CleaningStats,
+    aborted: AbortedRanges,
 ) -> int:
     """Write the cleaned form of ``group``; returns the largest delete horizon written (-1 if none)."""
     now = job.now_ms
     new_horizon = now + job.config.delete_retention_ms
     horizon_out = -1
-    out.start(group[0].base_offset)
+    out.start(group[0].base_offset, [t for src in group for t in src.aborted_txns])
     for src in group:
         file = job.fs.open(src.log_path, create=False)
         try:
             for h, data in _iter_batches(file, src.size, job):
                 stats.bytes_read += len(data)
                 stats.records_read += h.record_count
+                if aborted and _is_aborted(h, aborted):
+                    if h.producer_id >= 0 and job.producer_last_offsets.get(h.producer_id) == h.last_offset:
+                        out.add(_empty_batch(h), h.base_offset, h.last_offset, h.max_timestamp)
+                    continue
                 if h.is_control or h.base_offset >= end:
                     # Past the offset map (or a transaction marker): kept as is.
                     out.add(data, h.base_offset, h.last_offset, h.max_timestamp)
@@ -532,7 +588,7 @@ def _clean_group(
                 out.add(rebuilt, h.base_offset, h.last_offset, max_ts)
         finally:
             file.close()
-    out.finish()
+    out.finish_group()
     return horizon_out
 
 
@@ -592,6 +648,13 @@ class LogCleaner:
                 first_uncleanable = min(first_uncleanable, seg.base_offset)
                 break
         first_uncleanable = max(first_uncleanable, first_dirty)
+        unstable = plog.first_unstable_offset
+        if unstable is not None:
+            # Nothing from the segment holding the first undecided transaction's start on.
+            for i, seg in enumerate(segments[:-1]):
+                if segments[i + 1].base_offset > unstable:
+                    first_uncleanable = min(first_uncleanable, seg.base_offset)
+                    break
         clean = dirty = 0
         for i, seg in enumerate(segments[:-1]):
             nxt = segments[i + 1].base_offset
@@ -644,6 +707,7 @@ class LogCleaner:
                 seg.size,
                 len(seg.offset_index),
                 seg.file_paths()[0],
+                tuple(seg.txn_index.entries),
             )
             for i, seg in enumerate(plog.segments[:-1])
             if seg.base_offset < first_uncleanable
@@ -662,6 +726,12 @@ class LogCleaner:
             now_ms=now,
             map_capacity=self.map_capacity,
             producer_last_offsets=dict(producer_last_offsets(tp)) if producer_last_offsets else {},
+            aborted_txns=tuple(
+                t
+                for seg in plog.segments
+                for t in seg.txn_index.entries
+                if t.first_offset < first_uncleanable
+            ),
         )
         plog.cleaning = job
         return job
@@ -682,12 +752,13 @@ class LogCleaner:
         offset_map = OffsetMap(job.map_capacity)
         out = _Output(job, stats)
         try:
-            end = _build_offset_map(job, offset_map, stats)
+            aborted = AbortedRanges(job.aborted_txns)
+            end = _build_offset_map(job, offset_map, stats, aborted)
             stats.map_entries = len(offset_map)
             replaced = [s for s in job.sources if s.base_offset < end]
             horizon = -1
             for group in _group(replaced, job.config):
-                horizon = max(horizon, _clean_group(job, group, offset_map, end, out, stats))
+                horizon = max(horizon, _clean_group(job, group, offset_map, end, out, stats, aborted))
         except BaseException:
             out.remove()
             raise

@@ -7,16 +7,19 @@ Kafka-compatible layout::
       recovery-point-offset-checkpoint  log-start-offset-checkpoint  cleaner-offset-checkpoint
       replication-offset-checkpoint   (each partition's high watermark)
       <topic>-<partition>/
-        00000000000000000000.log  .index  .timeindex
+        00000000000000000000.log  .index  .timeindex  .txnindex
         00000000000000000000.snapshot   (producer state at that offset; not part of a segment)
         leader-epoch-checkpoint
         partition.metadata   (the topic's ID: `storage.topic_ids`)
 
 - Segment files: the segment's base offset as 20 zero-padded decimal digits plus
   a suffix. A segment pending deletion has `.deleted` appended to each file name.
+  The `.txnindex` (aborted transactions, `storage.txn_index`) exists only once a
+  segment has had an entry: a segment without one has no aborted transactions.
 - The log cleaner writes a segment's replacement as ``<base>.log.cleaned`` (and
-  ``.index.cleaned``, ``.timeindex.cleaned``), renames those to ``.swap`` once they are
-  complete, and finally to the plain names (see `storage.partition_log` for the protocol).
+  ``.index.cleaned``, ``.timeindex.cleaned``, ``.txnindex.cleaned`` if it has one),
+  renames those to ``.swap`` once they are complete, and finally to the plain
+  names (see `storage.partition_log` for the protocol).
 - Partition directory: ``<topic>-<partition>``; topic names may contain '-', so
   parsing splits on the *last* '-'.
 - A partition directory being deleted is renamed ``<topic>-<partition>.<hex id>-delete``
@@ -31,6 +34,7 @@ import re
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
 SNAPSHOT_SUFFIX = ".snapshot"
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
@@ -38,9 +42,13 @@ SWAP_SUFFIX = ".swap"
 TMP_SUFFIX = ".tmp"
 DELETE_DIR_SUFFIX = "-delete"
 
-SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, SNAPSHOT_SUFFIX)
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, SNAPSHOT_SUFFIX)
 # The files that make up one segment (a producer snapshot shares the naming but has its own lifecycle).
-SEGMENT_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+# The `.txnindex` may be absent; every other one exists.
+SEGMENT_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+# The order a segment's files are renamed in: the `.log` last, so a `.log` under a new name
+# always has its indexes beside it.
+SEGMENT_RENAME_ORDER = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LOG_SUFFIX)
 
 META_PROPERTIES = "meta.properties"
 LOCK_FILE = ".lock"
@@ -80,6 +88,10 @@ def index_file(directory: str, base_offset: int) -> str:
 
 def time_index_file(directory: str, base_offset: int) -> str:
     return segment_file(directory, base_offset, TIME_INDEX_SUFFIX)
+
+
+def txn_index_file(directory: str, base_offset: int) -> str:
+    return segment_file(directory, base_offset, TXN_INDEX_SUFFIX)
 
 
 def snapshot_file(directory: str, base_offset: int) -> str:

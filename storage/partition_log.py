@@ -75,6 +75,19 @@ superseded records and its offsets overlap nothing, so nothing is lost either
 way. Retention skips a log while a cleaning is in flight, and `truncate_to`
 aborts it (and is refused between steps 1 and 5).
 
+Transactions (Kafka's): the broker appends each ABORT marker batch like any
+other batch and then `append_aborted_txn` adds its `AbortedTxn` to the active
+segment's transaction index (`storage.txn_index`); read_committed fetches ask
+`aborted_transactions`, which reads only in-memory entries (and returns at once
+when the log has none). The broker keeps ``first_unstable_offset`` (the first
+offset of the oldest undecided transaction, None if there is none) up to date;
+the cleaner never cleans at or past it. Transaction indexes are truncated,
+deleted and renamed with their segments; compaction carries each source
+segment's entries into the cleaned segment holding their markers. At open, the
+indexes of recovered segments, and corrupt ones, are rebuilt from the log
+(`storage.txn_recovery`); a missing `.txnindex` of a segment loaded cleanly
+means it has no aborted transactions (as in Kafka).
+
 Flush policy (Kafka's): `unflushed_messages` is LEO minus recovery point;
 `flush_due` says when a background flush should run (``flush.messages`` reached,
 ``flush.ms`` elapsed, or segments rolled since the last flush, so that the
@@ -104,6 +117,8 @@ from storage.index import INT32_MAX
 from storage.io_health import IoHealth
 from storage.leader_epoch import LeaderEpochCache
 from storage.segment import BatchIndexInfo, LogSegment
+from storage.txn_index import AbortedTxn
+from storage.txn_recovery import rebuild_txn_indexes
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +208,10 @@ class PartitionLog:
         self._ts_prefix_key: tuple[int, int] | None = None
         self.latest_delete_horizon = -1  # largest tombstone delete horizon the cleaner wrote, -1 if none
         self.uncleanable: str | None = None  # why the cleaner gave up on this log (corrupt data), if it did
+        # First offset of the oldest undecided transaction (set by the broker), None if none is open:
+        # the cleaner stays below it.
+        self.first_unstable_offset: int | None = None
+        self._has_aborted = False  # some segment's transaction index has entries
         now = _now_ms() if now_ms is None else now_ms
         self._last_flush_ms = now
         self._last_roll_offset = 0
@@ -232,7 +251,9 @@ class PartitionLog:
             else:
                 others.append((parsed[0], name))
         for base, name in others:
-            if base not in bases and name.endswith((naming.INDEX_SUFFIX, naming.TIME_INDEX_SUFFIX)):
+            if base not in bases and name.endswith(
+                (naming.INDEX_SUFFIX, naming.TIME_INDEX_SUFFIX, naming.TXN_INDEX_SUFFIX)
+            ):
                 fs.remove(os.path.join(d, name))  # index without a log
         ordered = sorted(bases)
         if not ordered:
@@ -266,6 +287,7 @@ class PartitionLog:
         recovered = [seg for seg in segments if seg.recovered]
         self._segments, self._bases = segments, [s.base_offset for s in segments]
         leo = segments[-1].next_offset
+        rebuilt = self._rebuild_txn_indexes()
 
         if not self._epochs.loaded_cleanly:
             new_epochs.clear()  # no usable checkpoint: rebuild it from every batch header
@@ -281,8 +303,23 @@ class PartitionLog:
             self._epochs.flush()
         for seg in recovered:
             seg.flush()
-        if recovered:
+        if recovered or rebuilt:
             fs.fsync_dir(d)
+        self._recount_aborted()
+
+    def _rebuild_txn_indexes(self) -> bool:
+        """Rebuild the transaction indexes of recovered segments and corrupt ones (`storage.txn_recovery`)."""
+        targets = []
+        for i, seg in enumerate(self._segments):
+            if seg.txn_index.corrupt is not None:
+                log.warning("%s: rebuilding a transaction index: %s", self.directory, seg.txn_index.corrupt)
+            if seg.recovered or seg.txn_index.corrupt is not None:
+                targets.append(i)
+        return bool(rebuild_txn_indexes(self._segments, targets))
+
+    def _recount_aborted(self) -> None:
+        """Recompute whether any transaction index has entries (after segments went or changed)."""
+        self._has_aborted = any(len(seg.txn_index) for seg in self._segments)
 
     def _finish_interrupted_swap(self, now: int) -> None:
         """Complete or undo a cleaner swap that a crash interrupted (module docstring)."""
@@ -333,7 +370,7 @@ class PartitionLog:
                 fs.remove(os.path.join(d, n))
         for base, suffixes in sorted(swaps.items()):
             if naming.LOG_SUFFIX in suffixes:
-                for suffix in (naming.INDEX_SUFFIX, naming.TIME_INDEX_SUFFIX, naming.LOG_SUFFIX):
+                for suffix in naming.SEGMENT_RENAME_ORDER:
                     path = naming.segment_file(d, base, suffix)
                     if fs.exists(path + naming.SWAP_SUFFIX):
                         fs.rename(path + naming.SWAP_SUFFIX, path)
@@ -784,6 +821,46 @@ class PartitionLog:
                     return
                 yield h
 
+    # -- transactions ------------------------------------------------------------------------
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> None:
+        """Record an aborted transaction in the transaction index of the segment holding its marker.
+
+        Call right after appending its ABORT marker (leader or follower): the
+        marker at ``txn.last_offset`` is then in the active segment. `ValueError`
+        if that offset is not in the log or ``txn`` does not end after the
+        segment's previous entry. A failed write takes the log offline
+        (`KafkaStorageError`): the index would miss a transaction the log has; the
+        next open rebuilds it.
+        """
+        self._check_usable()
+        if not self._log_start <= txn.last_offset < self._leo:
+            raise ValueError(f"aborted transaction {txn} ends outside the log {self.directory}")
+        seg = self._segments[self._segment_index(txn.last_offset)]
+        try:
+            if seg.append_aborted_txn(txn):
+                self._dir_gen += 1  # a new file: the directory needs an fsync
+        except OSError as exc:
+            self._offline = exc
+            raise self._io_error("append", exc, "transaction index append") from exc
+        self._has_aborted = True
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound), for a read_committed fetch.
+
+        Kafka's collectAbortedTransactions: the indexes of the segment holding
+        ``fetch_offset`` and the later ones, until an entry's lastStableOffset
+        reaches ``upper_bound``. In-memory only; a log without aborted
+        transactions answers at once.
+        """
+        if not self._has_aborted:
+            return []
+        out: list[AbortedTxn] = []
+        for seg in self._segments[self._segment_index(fetch_offset) :]:
+            if seg.txn_index.collect_into(out, fetch_offset, upper_bound):
+                break
+        return out
+
     # -- truncation --------------------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> int:
@@ -828,6 +905,7 @@ class PartitionLog:
         self._recovery_point = min(self._recovery_point, self._leo)
         self._epochs.truncate_from_end(self._leo)
         self._remove_snapshots_after(self._leo)
+        self._recount_aborted()
         return self._leo
 
     def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
@@ -861,6 +939,7 @@ class PartitionLog:
         self._reposition_high_watermark()
         self._epochs.truncate_from_end(0)  # every entry
         self._remove_snapshots_after(-1)  # every snapshot
+        self._has_aborted = False
 
     def _remove_snapshots_after(self, offset: int) -> None:
         """Producer-state snapshots above ``offset`` describe records that no longer exist."""
@@ -978,6 +1057,7 @@ class PartitionLog:
         self._retire(removed)
         self._dir_gen += 1
         self._reposition_high_watermark()
+        self._recount_aborted()
         log.info(
             "%s: deleted %d segment(s) [%d, %d) due to %s; log start offset %d",
             self.directory,
@@ -1035,9 +1115,7 @@ class PartitionLog:
         self._swapping = True
         try:
             for base in sorted(outputs, reverse=True):
-                for suffix in (naming.INDEX_SUFFIX, naming.TIME_INDEX_SUFFIX, naming.LOG_SUFFIX):
-                    path = naming.segment_file(d, base, suffix)
-                    fs.rename(path + naming.CLEANED_SUFFIX, path + naming.SWAP_SUFFIX)
+                self._rename_stage(base, naming.CLEANED_SUFFIX, naming.SWAP_SUFFIX)
         except OSError:
             self.swap_abort(outputs)
             raise
@@ -1060,9 +1138,7 @@ class PartitionLog:
         new: list[LogSegment] = []
         try:
             for base in sorted(outputs):
-                for suffix in (naming.INDEX_SUFFIX, naming.TIME_INDEX_SUFFIX, naming.LOG_SUFFIX):
-                    path = naming.segment_file(d, base, suffix)
-                    fs.rename(path + naming.SWAP_SUFFIX, path)
+                self._rename_stage(base, naming.SWAP_SUFFIX, "")
             for base in sorted(outputs):
                 seg = LogSegment.open(fs, d, base, self.config, now_ms)
                 new.append(seg)
@@ -1082,14 +1158,28 @@ class PartitionLog:
         self._segments[i : i + len(sources)] = new
         self._bases = [seg.base_offset for seg in self._segments]
         self._pending_deletes.append(
-            (now_ms + self.config.file_delete_delay_ms, [p for seg in sources for p in seg.file_paths()])
+            (
+                now_ms + self.config.file_delete_delay_ms,
+                [p for seg in sources for p in seg.file_paths(existing=True)],
+            )
         )
         self._retire(list(sources))
         self._dir_gen += 1
         self._swapping = False
         self._reposition_high_watermark()
+        self._recount_aborted()
         self.latest_delete_horizon = delete_horizon  # the cleaning rewrote every segment that can hold one
         return new
+
+    def _rename_stage(self, base: int, old: str, new: str) -> None:
+        """Rename the files of segment ``base`` from stage ``old`` to ``new``, the `.log` last; the
+        `.txnindex` only if there is one."""
+        fs = self._fs
+        for suffix in naming.SEGMENT_RENAME_ORDER:
+            path = naming.segment_file(self.directory, base, suffix)
+            if suffix == naming.TXN_INDEX_SUFFIX and not fs.exists(path + old):
+                continue
+            fs.rename(path + old, path + new)
 
     def swap_abort(self, outputs: Sequence[int]) -> None:
         """Delete the `.cleaned`/`.swap` files of ``outputs`` (before step 3 only): the log stays as it was."""

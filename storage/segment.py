@@ -1,4 +1,4 @@
-"""One log segment: a `.log` file of record batches plus its offset and time indexes.
+"""One log segment: a `.log` file of record batches plus its offset, time and transaction indexes.
 
 ``<base>.log`` holds RecordBatch v2 batches back to back, exactly the bytes the
 producer sent except baseOffset and partitionLeaderEpoch (set by the broker), no
@@ -12,6 +12,12 @@ next batch gets an offset-index entry (its last offset -> the position where it
 starts) and, if the segment's max timestamp grew since the last time-index
 entry, a time-index entry (max timestamp so far -> last offset of the batch
 holding it). Recovery rebuilds exactly the same entries from the batches.
+
+The transaction index (`storage.txn_index`, the aborted transactions whose ABORT
+marker is in this segment) is appended to by the owner (`append_aborted_txn`);
+it is truncated and renamed with the segment, but rebuilding it needs the
+earlier log, so `recover` only drops its entries past the new end and the
+owner rebuilds it (`storage.txn_recovery`).
 
 Crash behaviour: the `.log` may end in a torn batch (partial, zero-filled, or
 garbage); `recover` keeps the longest prefix of CRC-valid batches with
@@ -41,6 +47,7 @@ from protocol.records import (
     MAGIC,
     MIN_BATCH_LENGTH,
     RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_BIT,
     BatchHeader,
     scan_valid_prefix,
 )
@@ -50,6 +57,7 @@ from storage.errors import CorruptIndexError
 from storage.fs import BytesLike, File, FileSystem
 from storage.index import INT32_MAX, OffsetIndex, TimeIndex
 from storage.record_scan import batch_payload, scan_records
+from storage.txn_index import AbortedTxn, TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +81,7 @@ BatchIndexInfo = tuple[int, int, int]
 
 
 class LogSegment:
-    """A `.log` file plus `OffsetIndex` and `TimeIndex`, all named by ``base_offset``.
+    """A `.log` file plus `OffsetIndex`, `TimeIndex` and `TransactionIndex`, all named by ``base_offset``.
 
     Construct with `create` (new, empty, active) or `open` (existing files; then
     `load` or `recover`). Offsets passed in and returned are absolute.
@@ -90,6 +98,7 @@ class LogSegment:
         time_index: TimeIndex,
         created_ms: int,
         stage: str = "",
+        txn_index: TransactionIndex | None = None,
     ) -> None:
         self._fs = fs
         self.stage = stage  # "" for live segments; `.cleaned`/`.swap`/`.deleted` while the cleaner or retention owns it
@@ -99,6 +108,11 @@ class LogSegment:
         self._log = log_file
         self.offset_index = offset_index
         self.time_index = time_index
+        self.txn_index = (
+            txn_index
+            if txn_index is not None
+            else TransactionIndex(fs, naming.txn_index_file(directory, base_offset) + stage)
+        )
         self.created_ms = created_ms
         self._next_offset = base_offset
         self._max_timestamp = -1
@@ -106,6 +120,7 @@ class LogSegment:
         self._bytes_since_index_entry = 0
         self.indexes_missing = False
         self.recovered = False  # `recover` ran on this segment since it was opened
+        self.saw_transactional = False  # `recover` found a transactional batch (data or marker)
         # Mutation counter vs. the value at the last completed flush (flush may run in a thread).
         self._gen = 0
         self._flushed_gen = -1
@@ -124,6 +139,7 @@ class LogSegment:
         seg._log.truncate(0)
         seg.offset_index.reset()
         seg.time_index.reset()
+        seg.txn_index.replace(())
         seg.indexes_missing = False
         seg.created_ms = now_ms
         seg._log.reserve_ahead = LOG_RESERVE_BYTES
@@ -151,7 +167,16 @@ class LogSegment:
         except BaseException:
             log_file.close()
             raise
-        seg = cls(fs, directory, base_offset, config, log_file, offset_index, time_index, now_ms, stage)
+        try:
+            txn_index = TransactionIndex(fs, naming.txn_index_file(directory, base_offset) + stage)
+        except BaseException:
+            offset_index.close()
+            time_index.close()
+            log_file.close()
+            raise
+        seg = cls(
+            fs, directory, base_offset, config, log_file, offset_index, time_index, now_ms, stage, txn_index
+        )
         seg.indexes_missing = missing
         return seg
 
@@ -255,6 +280,13 @@ class LogSegment:
         self._next_offset = last_offset + 1
         self._gen += 1
         return position
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> bool:
+        """Add an entry to the transaction index (its ABORT marker is in this segment); True if that
+        created the `.txnindex` file. `OSError` if the write failed (nothing was added)."""
+        created = self.txn_index.append(txn)
+        self._gen += 1
+        return created
 
     def _index_batch(self, position: int, last_offset: int, max_timestamp: int, size: int) -> None:
         """Index bookkeeping for one batch (shared by `append` and `recover`)."""
@@ -420,6 +452,7 @@ class LogSegment:
             raise CorruptIndexError(f"empty segment {self.base_offset} has index entries")
         self._restore_tail(check=True)
         self.time_index.sanity_check(self._next_offset - 1)
+        self.txn_index.check_range(self.base_offset, self._next_offset)
         if size:
             first = next(self.iter_headers(0, size), None)
             if first is not None:
@@ -471,12 +504,16 @@ class LogSegment:
         base). Partial, zero-filled and garbage tails all end the valid prefix.
         ``on_batch`` sees every valid header (position = byte position in the `.log`).
         The `.log` is read in ``chunk_size`` pieces (larger for batches that do not
-        fit). Leaves the indexes active (preallocated); `seal` trims them.
+        fit). Leaves the indexes active (preallocated); `seal` trims them. The
+        transaction index only loses entries past the new end (rebuilding it
+        needs the earlier log: `storage.txn_recovery`); `saw_transactional` tells
+        whether the segment holds any transactional batch.
         """
         self.offset_index.reset()
         self.time_index.reset()
         self.indexes_missing = False
         self.recovered = True
+        self.saw_transactional = False
         self._max_timestamp = -1
         self._offset_of_max_timestamp = -1
         self._bytes_since_index_entry = 0
@@ -495,6 +532,8 @@ class LogSegment:
                     break
                 self._index_batch(pos + h.position, h.last_offset, h.max_timestamp, h.size)
                 next_offset = h.last_offset + 1
+                if h.attributes & TRANSACTIONAL_BIT:
+                    self.saw_transactional = True
                 if on_batch is not None:
                     on_batch(BatchHeader(pos + h.position, *_HEADER.unpack_from(chunk, h.position)))
                 good = h.end
@@ -525,6 +564,7 @@ class LogSegment:
             )
             self._log.truncate(pos)
         self._next_offset = next_offset
+        self.txn_index.truncate_to(next_offset)
         self._gen += 1
         return truncated
 
@@ -542,6 +582,7 @@ class LogSegment:
         self.time_index.truncate_to_offset(header.base_offset)
         self._log.truncate(header.position)
         self._restore_tail(check=False)
+        self.txn_index.truncate_to(self._next_offset)
         self._gen += 1
         return size - header.position
 
@@ -566,7 +607,7 @@ class LogSegment:
         self._gen += 1
 
     def flush(self) -> bool:
-        """fsync the `.log` and both indexes if changed since the last flush; True if it synced.
+        """fsync the `.log` and the indexes if changed since the last flush; True if it synced.
 
         Thread-safe against appends/rolls on the loop thread: it only fsyncs
         file descriptors, and marks as flushed only the changes made before it
@@ -578,6 +619,7 @@ class LogSegment:
         self._log.fsync()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
         self._flushed_gen = gen
         return True
 
@@ -590,20 +632,27 @@ class LogSegment:
         finally:
             self.offset_index.close()
             self.time_index.close()
+            self.txn_index.close()
             self._log.close()
 
     def close_without_seal(self) -> None:
         """Close the files as they are (for segments being deleted)."""
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self._log.close()
 
-    def file_paths(self) -> list[str]:
-        """Current paths of the `.log`, `.index` and `.timeindex` files (with the stage suffix)."""
-        return [
+    def file_paths(self, *, existing: bool = False) -> list[str]:
+        """Current paths of the `.log`, `.index`, `.timeindex` and `.txnindex` files (with the stage
+        suffix), in `naming.SEGMENT_FILE_SUFFIXES` order. The `.txnindex` may not exist;
+        ``existing`` leaves it out then."""
+        paths = [
             naming.segment_file(self.directory, self.base_offset, suffix) + self.stage
             for suffix in naming.SEGMENT_FILE_SUFFIXES
         ]
+        if existing and not self.txn_index.exists:
+            del paths[3]
+        return paths
 
     def remove_files(self) -> None:
         """Unlink the segment's files (open descriptors stay usable until closed)."""
@@ -612,7 +661,8 @@ class LogSegment:
                 self._fs.remove(path)
 
     def rename_files(self, stage: str) -> list[str]:
-        """Rename the segment's files to carry ``stage`` instead of the current one; return the new paths.
+        """Rename the segment's files to carry ``stage`` instead of the current one; return the new
+        paths (`file_paths` with ``existing``).
 
         Open descriptors (and mappings) stay valid; only names change. The `.log`
         is renamed last, so a crash part-way never shows a `.log` under the new
@@ -621,13 +671,14 @@ class LogSegment:
         old = self.file_paths()
         self.stage = stage
         new = self.file_paths()
-        for i in (1, 2, 0):
+        for i in (1, 2, 3, 0):
             with contextlib.suppress(FileNotFoundError):
                 self._fs.rename(old[i], new[i])
         self._log.path = new[0]
         self.offset_index.path = new[1]
         self.time_index.path = new[2]
-        return new
+        self.txn_index.path = new[3]
+        return self.file_paths(existing=True)
 
     def delete(self) -> None:
         """Close and remove the segment's files."""

@@ -101,6 +101,7 @@ from broker.groups.records import (
     encode_offset_key,
 )
 from broker.groups.store_errors import group_store_error
+from broker.groups.txn_offsets import GroupTxnOffsets
 from protocol.errors import ErrorCode, ProtocolError
 
 log = logging.getLogger("minikafka.groups")
@@ -113,7 +114,7 @@ def _client_reason(req: JoinRequest) -> str:
     return f"; client reason: {req.reason}" if req.reason else ""
 
 
-class GroupCoordinator(GroupOffsets):
+class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
     """Every group of this broker (it coordinates all `__consumer_offsets` partitions)."""
 
     def __init__(
@@ -875,6 +876,7 @@ class GroupCoordinator(GroupOffsets):
             if group is None:
                 group = self._groups[group_id] = Group(group_id, state_timestamp_ms=None)
             group.offsets[tp] = value
+        self._restore_open_transactions(partition, self._log.open_transactions.get(partition, {}))
 
     def _group_from_record(self, group_id: str, value: GroupValue) -> Group:
         group = Group(

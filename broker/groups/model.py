@@ -199,6 +199,8 @@ class Group:
     pending_members: dict[str, TimerHandle] = field(default_factory=dict)  # ids handed out, not yet joined
     offsets: dict[TopicPartition, OffsetValue] = field(default_factory=dict)
     pending_commits: dict[TopicPartition, int] = field(default_factory=dict)  # appends not yet durable
+    # producer id -> offsets its open transaction committed (TxnOffsetCommit), visible once it commits
+    pending_txn_offsets: dict[int, dict[TopicPartition, OffsetValue]] = field(default_factory=dict)
     new_member_added: bool = False
     initial_join: bool = False  # the pending join is Kafka's InitialDelayedJoin
     join_timer: TimerHandle | None = None

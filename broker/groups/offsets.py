@@ -42,6 +42,14 @@ def _utf16_length(s: str) -> int:
     return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def offset_records(group_id: str, values: dict[TopicPartition, OffsetValue]) -> list[RecordKV]:
+    """The `__consumer_offsets` records committing ``values`` for ``group_id``."""
+    return [
+        (encode_offset_key(OffsetKey(group_id, topic, p)), encode_offset_value(value))
+        for (topic, p), value in values.items()
+    ]
+
+
 class GroupOffsets:
     """The offsets half of the group coordinator."""
 
@@ -147,21 +155,11 @@ class GroupOffsets:
     ) -> None:
         now = self._clock.now_ms()
         expire = None if retention_time_ms == DEFAULT_RETENTION_TIME else now + retention_time_ms
-        results: dict[TopicPartition, ErrorCode] = {}
-        accepted: dict[TopicPartition, OffsetValue] = {}
-        for tp, commit in offsets.items():
-            metadata = commit.metadata or ""
-            if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
-                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                accepted[tp] = OffsetValue(commit.offset, metadata, now, commit.leader_epoch, expire)
+        results, accepted = self._accept(offsets, now, expire)
         if not accepted:
             callback(results)
             return
-        records = [
-            (encode_offset_key(OffsetKey(group.group_id, topic, p)), encode_offset_value(value))
-            for (topic, p), value in accepted.items()
-        ]
+        records = offset_records(group.group_id, accepted)
         for tp in accepted:
             group.pending_commits[tp] = group.pending_commits.get(tp, 0) + 1
 
@@ -178,6 +176,20 @@ class GroupOffsets:
             callback(results)
 
         self._log.append(self.partition_for(group.group_id), records, done)
+
+    def _accept(
+        self, offsets: dict[TopicPartition, OffsetCommit], now: int, expire: int | None = None
+    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetValue]]:
+        """(OFFSET_METADATA_TOO_LARGE per refused partition, the values to store for the others)."""
+        results: dict[TopicPartition, ErrorCode] = {}
+        accepted: dict[TopicPartition, OffsetValue] = {}
+        for tp, commit in offsets.items():
+            metadata = commit.metadata or ""
+            if _utf16_length(metadata) > self.config.offset_metadata_max_bytes:
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                accepted[tp] = OffsetValue(commit.offset, metadata, now, commit.leader_epoch, expire)
+        return results, accepted
 
     def fetch_offsets(
         self,

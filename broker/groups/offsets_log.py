@@ -21,12 +21,24 @@ class OffsetsLog(Protocol):
     batch is durable, MESSAGE_TOO_LARGE if the batch exceeds the topic's
     limit, or KAFKA_STORAGE_ERROR if writing or syncing failed.
     `read` yields (key, value) of every record of a partition, in offset order.
+    ``producer`` (id, epoch) makes the batch a transactional one (TxnOffsetCommit);
+    its records are read only once a COMMIT marker follows, and those of
+    transactions still open when `read` ends are left in ``open_transactions``
+    (partition -> producer id -> records).
     """
+
+    open_transactions: dict[int, dict[int, list[RecordKV]]]
 
     @property
     def num_partitions(self) -> int: ...
 
-    def append(self, partition: int, records: Sequence[RecordKV], done: Done | None) -> None: ...
+    def append(
+        self,
+        partition: int,
+        records: Sequence[RecordKV],
+        done: Done | None,
+        producer: tuple[int, int] | None = None,
+    ) -> None: ...
 
     def read(self, partition: int) -> Iterator[RecordKV]: ...
 

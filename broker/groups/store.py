@@ -9,8 +9,9 @@
   as Produce does (`ReplicaManager.append`: leader epoch, high watermark,
   parked fetches woken). Durability is the acks=all rule: ``done`` runs after the broker's
   group commit has fsynced the partition.
-- `read` replays a partition from its log start offset to its high watermark,
-  skipping control batches.
+- `read` replays a partition from its log start offset to its high watermark;
+  transactional offset commits (`append` with a producer) count at their
+  COMMIT marker and are dropped at an ABORT one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from broker.groups.coordinator import Done, RecordKV
+from protocol.control_records import COMMIT, marker_type
 from protocol.errors import ErrorCode, KafkaError, ProtocolError
 from protocol.records import Record, build_batch, decode_batch, scan_valid_prefix, validate_batches
 
@@ -66,32 +68,62 @@ def ensure_offsets_topic(config: BrokerConfig, replicas: ReplicaManager, topics:
 
 
 class BrokerOffsetsLog:
-    """`OffsetsLog` backed by the broker's partition logs and group commit."""
+    """`OffsetsLog` backed by the broker's partition logs and group commit.
 
-    def __init__(self, replicas: ReplicaManager, group_commit: GroupCommit, num_partitions: int) -> None:
+    ``topic``: the internal topic it writes (the transaction coordinator uses
+    one for `__transaction_state`).
+    """
+
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        group_commit: GroupCommit,
+        num_partitions: int,
+        topic: str = OFFSETS_TOPIC,
+    ) -> None:
         self._replicas = replicas
         self._group_commit = group_commit
         self._num_partitions = num_partitions
+        self.topic = topic
+        # partition -> producer id -> records of transactions open at the end of the last `read`
+        self.open_transactions: dict[int, dict[int, list[RecordKV]]] = {}
 
     @property
     def num_partitions(self) -> int:
         return self._num_partitions
 
-    def append(self, partition: int, records: Sequence[RecordKV], done: Done | None) -> None:
+    def append(
+        self,
+        partition: int,
+        records: Sequence[RecordKV],
+        done: Done | None,
+        producer: tuple[int, int] | None = None,
+    ) -> None:
+        """``producer``: (id, epoch) of a transactional offset commit; the batch is then transactional
+        and an older epoch than the partition knows answers INVALID_PRODUCER_EPOCH."""
         loop = asyncio.get_running_loop()
         try:
-            part = self._replicas.leader(OFFSETS_TOPIC, partition)
+            part = self._replicas.leader(self.topic, partition)
             plog = part.log
-            batch = bytearray(build_batch([Record(i, 0, k, v) for i, (k, v) in enumerate(records)]))
+            pid, epoch = producer if producer is not None else (-1, -1)
+            batch = bytearray(
+                build_batch(
+                    [Record(i, 0, k, v) for i, (k, v) in enumerate(records)],
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    is_transactional=producer is not None,
+                )
+            )
             if len(batch) > plog.config.max_message_bytes:
                 raise KafkaError(f"batch of {len(batch)} bytes", ErrorCode.MESSAGE_TOO_LARGE)
             headers = validate_batches(batch, check_crc=False)  # just built: the CRC is right
-            self._replicas.append(part, batch, headers, int(time.time() * 1000))
+            now_ms = int(time.time() * 1000)
+            self._replicas.append(part, batch, headers, now_ms, from_coordinator=producer is not None)
         except (KafkaError, OSError) as exc:
             code = exc.code if isinstance(exc, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
-            if code != ErrorCode.MESSAGE_TOO_LARGE:
+            if code not in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_PRODUCER_EPOCH):
                 code = ErrorCode.KAFKA_STORAGE_ERROR
-            log.error("%s-%d: append failed: %s", OFFSETS_TOPIC, partition, exc)
+            log.error("%s-%d: append failed: %s", self.topic, partition, exc)
             if done is not None:
                 loop.call_soon(done, code)
             return
@@ -100,7 +132,7 @@ class BrokerOffsetsLog:
 
         def synced(f: asyncio.Future[None]) -> None:
             if f.cancelled() or f.exception() is not None:
-                log.error("%s-%d: fsync failed; not acknowledging", OFFSETS_TOPIC, partition)
+                log.error("%s-%d: fsync failed; not acknowledging", self.topic, partition)
                 done(ErrorCode.KAFKA_STORAGE_ERROR)
             else:
                 done(ErrorCode.NONE)
@@ -108,8 +140,12 @@ class BrokerOffsetsLog:
         self._group_commit.sync(plog).add_done_callback(synced)
 
     def read(self, partition: int) -> Iterator[RecordKV]:
-        plog = self._replicas.partition(OFFSETS_TOPIC, partition).log
+        """Every record in offset order; a transaction's records come at its COMMIT marker (none if
+        aborted). Those of transactions still open at the end are left in `open_transactions`."""
+        plog = self._replicas.partition(self.topic, partition).log
         offset = plog.log_start_offset
+        pending: dict[int, list[RecordKV]] = {}
+        self.open_transactions.pop(partition, None)
         while offset < plog.high_watermark:
             data = plog.read(offset, READ_CHUNK_BYTES).data
             headers, _ = scan_valid_prefix(data)
@@ -119,19 +155,28 @@ class BrokerOffsetsLog:
                 if h.next_offset <= offset:
                     continue
                 if h.is_control:
+                    committed = pending.pop(h.producer_id, [])
+                    if marker_type(data, h) == COMMIT:
+                        yield from committed
                     continue
                 try:
                     _, recs = decode_batch(data, h.position)
                 except ProtocolError as exc:
                     log.warning(
                         "%s-%d: skipping an unreadable batch at %d: %s",
-                        OFFSETS_TOPIC,
+                        self.topic,
                         partition,
                         h.base_offset,
                         exc,
+                    )
+                    continue
+                if h.is_transactional:
+                    pending.setdefault(h.producer_id, []).extend(
+                        (rec.key, rec.value) for rec in recs if rec.key is not None
                     )
                     continue
                 for rec in recs:
                     if rec.key is not None:
                         yield rec.key, rec.value
             offset = headers[-1].next_offset
+        self.open_transactions[partition] = pending

@@ -1,6 +1,8 @@
 """One module per Kafka API; importing this package registers them all."""
 
 from broker.handlers import (  # noqa: F401
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     api_versions,
     consumer_group_describe,
@@ -15,6 +17,8 @@ from broker.handlers import (  # noqa: F401
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_transactions,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -24,6 +28,7 @@ from broker.handlers import (  # noqa: F401
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -31,4 +36,6 @@ from broker.handlers import (  # noqa: F401
     offset_for_leader_epoch,
     produce,
     sync_group,
+    txn_offset_commit,
+    write_txn_markers,
 )

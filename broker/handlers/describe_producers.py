@@ -4,8 +4,9 @@ Behavior:
 - Per partition, as its leader: the producers with state in that partition
   (idempotent producers that wrote to it and have not expired after
   ``transactional.id.expiration.ms``): id, epoch, last sequence written, and
-  the wall-clock time of their last append. No transactions exist yet, so
-  ``coordinator_epoch`` and ``current_txn_start_offset`` are -1.
+  the wall-clock time of their last append, the coordinator epoch of their
+  last transaction marker and the first offset of their open transaction
+  (-1: none).
 - Not the leader: NOT_LEADER_OR_FOLLOWER; unknown topic or partition:
   UNKNOWN_TOPIC_OR_PARTITION; each with a message.
 Version notes: flexible from v0.
@@ -44,10 +45,10 @@ def _partition(ctx: RequestContext, topic: str, index: int) -> dict[str, Any]:
                 "producer_epoch": epoch,
                 "last_sequence": last_seq,
                 "last_timestamp": last_ms,
-                "coordinator_epoch": -1,
-                "current_txn_start_offset": -1,
+                "coordinator_epoch": coordinator_epoch,
+                "current_txn_start_offset": txn_start,
             }
-            for pid, epoch, last_seq, last_ms in producers
+            for pid, epoch, last_seq, last_ms, coordinator_epoch, txn_start in producers
         ],
     }
 

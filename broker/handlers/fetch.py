@@ -14,8 +14,11 @@ Behavior:
   its partitions until an append wakes it or max_wait_ms passes; then it is
   answered with whatever is there. A partition error (out of range, unknown
   partition) is answered at once, as Kafka does. Shutdown answers parked fetches at once.
-- last_stable_offset = high watermark and an empty aborted-transactions list
-  (no transactions yet), which read_committed consumers need.
+- last_stable_offset is the partition's LSO (`broker.replica.markers`).
+  isolation_level 1 (read_committed) reads only below it and gets the aborted
+  transactions overlapping the records returned (producer id, first offset),
+  from the transaction index; read_uncommitted reads up to the high watermark
+  and gets none. Control batches are returned as stored: clients skip them.
 Version notes: v7+ answer session_id 0 (no incremental fetch sessions) and
   ignore forgotten_topics_data; v11 answers preferred_read_replica -1.
 - Follower fetches (replica_id >= 0) read up to the log end offset, not the
@@ -47,18 +50,22 @@ from typing import Any
 from broker import leader_hints, registry
 from broker.context import RequestContext
 from broker.replica import TopicPartition
+from broker.replica.markers import aborted_in, bytes_below, last_stable_offset
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import validate_batches
 
 API_KEY = 1
+READ_COMMITTED = 1
 
 
-def _partition(index: int, code: int, hw: int = -1, start: int = -1, records: bytes = b"") -> dict[str, Any]:
+def _partition(
+    index: int, code: int, hw: int = -1, start: int = -1, records: bytes | memoryview = b"", lso: int = -1
+) -> dict[str, Any]:
     return {
         "partition_index": index,
         "error_code": code,
         "high_watermark": hw,
-        "last_stable_offset": hw,
+        "last_stable_offset": lso,
         "log_start_offset": start,
         "aborted_transactions": [] if code == 0 else None,
         "preferred_read_replica": -1,
@@ -97,6 +104,7 @@ def _read(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[list[
     responses = []
     replica_id = _replica_id(ctx.version, req)
     follower = replica_id >= 0
+    committed = not follower and req.isolation_level == READ_COMMITTED
     now_ms = int(time.time() * 1000)
     for topic, name in zip(req.topics, names, strict=True):
         parts = []
@@ -109,21 +117,25 @@ def _read(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[list[
                 plog = part.log
                 diverging = _diverging(plog, p) if ctx.version >= 12 else None
                 if diverging is not None:
-                    result = _partition(p.partition, 0, plog.high_watermark, plog.log_start_offset)
+                    hw = plog.high_watermark
+                    result = _partition(p.partition, 0, hw, plog.log_start_offset, lso=hw)
                     result["diverging_epoch"] = diverging
                     parts.append(result)
                     continue
                 if follower:
                     broker.replicas.follower_fetched(part, replica_id, p.fetch_offset, now_ms)
                 hw = plog.high_watermark
+                lso = last_stable_offset(part)
                 start = plog.log_start_offset
                 end = plog.log_end_offset if follower else hw
                 records: bytes | memoryview = b""
                 if p.fetch_offset < start or p.fetch_offset > end:
                     # with the log's bounds, so a follower below the log start knows where to restart
-                    parts.append(_partition(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, start))
+                    parts.append(_partition(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, start, lso=lso))
                     errored = True
                     continue
+                if committed:
+                    end = lso
                 left = budget - total
                 if p.fetch_offset < end and (left > 0 or total == 0):
                     records = plog.read(
@@ -133,11 +145,16 @@ def _read(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[list[
                         to_send=True,
                         upto_leo=follower,
                     ).data
+                    if committed and lso < hw:
+                        records = records[: bytes_below(records, lso)]
                     total += len(records)
                     if broker.metrics is not None and records:
                         count = sum(h.record_count for h in validate_batches(records, check_crc=False))
                         broker.metrics.fetched(name, len(records), count)
-                parts.append(_partition(p.partition, 0, hw, start, records))
+                result = _partition(p.partition, 0, hw, start, records, lso)
+                if committed and records:
+                    result["aborted_transactions"] = aborted_in(plog, p.fetch_offset, lso)
+                parts.append(result)
             except KafkaError as exc:
                 result = _partition(p.partition, exc.code)
                 if ctx.version >= 12 and exc.code in leader_hints.WRONG_LEADER and name is not None:

@@ -5,8 +5,9 @@ Behavior:
   leader of its `__consumer_offsets` partition (Java hashCode of the group id,
   modulo the partition count), as the cluster view has it; a partition with
   no live leader answers COORDINATOR_NOT_AVAILABLE.
-- key_type 1 (transaction): COORDINATOR_NOT_AVAILABLE (no transactions yet);
-  any other key_type: INVALID_REQUEST.
+- key_type 1 (transaction): the leader of the id's `__transaction_state`
+  partition (same formula), the transaction coordinator; any other
+  key_type: INVALID_REQUEST.
 - v4+: several keys in one request (coordinator_keys), one answer each.
 Version notes: v1 adds key_type, throttle_time_ms and error_message; v2 has v1's layout; v3 is
   flexible; v4 batches keys; v5 may answer TRANSACTION_ABORTABLE (KIP-890); v6 allows key_type 2
@@ -21,6 +22,7 @@ from typing import Any
 from broker import registry
 from broker.context import RequestContext
 from broker.groups.store import OFFSETS_TOPIC
+from broker.txn.log import TXN_TOPIC
 from protocol.errors import ErrorCode
 
 API_KEY = 10
@@ -30,26 +32,35 @@ TRANSACTION_KEY_TYPE = 1
 
 def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     """One key's coordinator: {error_code, error_message, node_id, host, port}."""
+    broker = ctx.broker
     if key_type == GROUP_KEY_TYPE:
-        broker = ctx.broker
-        offsets = broker.cluster.topic(OFFSETS_TOPIC)
-        if offsets is not None:
-            state = offsets.partitions[broker.groups.partition_for(key)]
-            node = broker.cluster.broker(state.leader)
-            address = node.address(ctx.listener) if node is not None else None
-            if address is not None:
-                return {
-                    "error_code": 0,
-                    "error_message": None,
-                    "node_id": state.leader,
-                    "host": address[0],
-                    "port": address[1],
-                }
-        code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "the group's coordinator partition has no leader"
+        topic, partition = OFFSETS_TOPIC, broker.groups.partition_for(key)
     elif key_type == TRANSACTION_KEY_TYPE:
-        code, message = ErrorCode.COORDINATOR_NOT_AVAILABLE, "transactions are not supported"
+        if not key:
+            return _failed(ErrorCode.INVALID_REQUEST, "empty transactional id")
+        broker.transactions.ensure_topic()
+        topic, partition = TXN_TOPIC, broker.transactions.partition_for(key)
     else:
-        code, message = ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}"
+        return _failed(ErrorCode.INVALID_REQUEST, f"unknown key type {key_type}")
+    state = broker.cluster.topic(topic)
+    if state is not None and partition < len(state.partitions):
+        leader = state.partitions[partition].leader
+        node = broker.cluster.broker(leader)
+        address = node.address(ctx.listener) if node is not None else None
+        if address is not None:
+            return {
+                "error_code": 0,
+                "error_message": None,
+                "node_id": leader,
+                "host": address[0],
+                "port": address[1],
+            }
+    return _failed(
+        ErrorCode.COORDINATOR_NOT_AVAILABLE, f"the coordinator partition {topic}-{partition} has no leader"
+    )
+
+
+def _failed(code: ErrorCode, message: str) -> dict[str, Any]:
     return {"error_code": code, "error_message": message, "node_id": -1, "host": "", "port": -1}
 
 

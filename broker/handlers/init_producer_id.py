@@ -6,8 +6,12 @@ Behavior:
   names (Kafka gives an idempotent producer a new id each time).
 - v3+: producer_id and producer_epoch must both be -1 or both be set, else
   INVALID_REQUEST, as Kafka checks.
-- Transactional ids are not supported yet: answered with
-  TRANSACTIONAL_ID_AUTHORIZATION_FAILED so clients fail fast instead of retrying.
+- With a transactional id: the transaction coordinator's answer
+  (`broker.txn.coordinator`): the id's producer id with a bumped epoch, an
+  open transaction of a previous producer aborted (CONCURRENT_TRANSACTIONS
+  until done, then the bump), INVALID_TRANSACTION_TIMEOUT, PRODUCER_FENCED for
+  a v3+ producer id/epoch that is no longer the id's, NOT_COORDINATOR,
+  COORDINATOR_LOAD_IN_PROGRESS; answered once durable.
 Version notes: v0 and v1 share one layout; v2 is flexible; v3 adds the
   producer's current id and epoch; v4-5 only add error codes
   (PRODUCER_FENCED, TRANSACTION_ABORTABLE) of transactional producers.
@@ -32,9 +36,21 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if ctx.version >= 3 and (req.producer_id == -1) != (req.producer_epoch == -1):
         return _failed(ErrorCode.INVALID_REQUEST)
     if req.transactional_id is not None:
-        return _failed(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        expected = None
+        if ctx.version >= 3 and req.producer_id != -1:
+            expected = (req.producer_id, req.producer_epoch)
+        return _transactional(ctx, req.transactional_id, req.transaction_timeout_ms, expected)
     pid = ctx.broker.producer_ids.allocate()
     return {"throttle_time_ms": 0, "error_code": 0, "producer_id": pid, "producer_epoch": 0}
+
+
+async def _transactional(
+    ctx: RequestContext, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None
+) -> dict[str, Any]:
+    code, pid, epoch = await ctx.broker.transactions.init_producer_id(txn_id, timeout_ms, expected)
+    if code == ErrorCode.PRODUCER_FENCED and ctx.version < 4:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH  # PRODUCER_FENCED is v4+ (KIP-588)
+    return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
 
 
 registry.register(API_KEY, 0, 5, handle)

@@ -3,7 +3,8 @@
 Behavior:
 - timestamp -2 (earliest) and -4 (earliest local; with no tiered storage the
   same): the log start offset, with the epoch it was written under.
-- -1 (latest): the high watermark (= last stable offset: no transactions yet)
+- -1 (latest): the high watermark; with isolation_level 1 (read_committed, v2+)
+  the last stable offset
   for consumers, the log end offset for replicas (replica_id >= 0); answered
   with timestamp -1 and the partition's current leader epoch. A leader whose
   epoch starts past the high watermark (just elected, not caught up) answers
@@ -32,6 +33,7 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.replica.markers import last_stable_offset
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 2
@@ -63,6 +65,8 @@ def _lookup(ctx: RequestContext, req: Any, topic: str, p: Any) -> tuple[int, int
         if entries and entries[-1][1] > plog.high_watermark:
             code = ErrorCode.OFFSET_NOT_AVAILABLE if ctx.version >= 5 else ErrorCode.LEADER_NOT_AVAILABLE
             raise KafkaError("the new leader has not caught up with the high watermark yet", code)
+        if ctx.version >= 2 and req.isolation_level == 1:
+            return -1, last_stable_offset(part), part.leader_epoch
         return -1, plog.high_watermark, part.leader_epoch
     if timestamp == LATEST_TIERED:
         return _NOTHING

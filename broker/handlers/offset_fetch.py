@@ -12,8 +12,9 @@ Behavior:
   coordinates, leaves that group's topic list empty, as Kafka does).
 Version notes: v2 makes `topics` nullable and adds a top-level error_code; v3 adds
   throttle_time_ms; v5 returns the committed leader epoch; v6 is flexible; v7 adds
-  require_stable (no transactional commits exist yet, so no offset is ever
-  pending and nothing answers UNSTABLE_OFFSET_COMMIT); v8 the groups array; v9
+  require_stable: a partition with an offset committed by a transaction still
+  open (TxnOffsetCommit) answers UNSTABLE_OFFSET_COMMIT and no offset, and
+  the client retries; v8 the groups array; v9
   member_id and member_epoch, which consumer-protocol groups check when set
   (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), as Kafka does.
 Leaves out: throttling; authorization.
@@ -27,6 +28,7 @@ from broker import registry
 from broker.context import RequestContext
 from broker.groups.model import TopicPartition
 from broker.groups.records import OffsetValue
+from protocol.errors import ErrorCode
 
 API_KEY = 9
 
@@ -50,37 +52,52 @@ def _partition(index: int, value: OffsetValue | None, code: int = 0) -> dict[str
 
 
 def _group(
-    ctx: RequestContext, group_id: str, topics: Any, member_id: str | None = None, member_epoch: int = -1
+    ctx: RequestContext,
+    group_id: str,
+    topics: Any,
+    member_id: str | None = None,
+    member_epoch: int = -1,
+    stable: bool = False,
 ) -> tuple[int, list[dict[str, Any]]]:
     """One group's answer: (error code, topics); ``topics`` None asks for every committed partition."""
+    groups = ctx.broker.groups
     requested: list[TopicPartition] | None = None
     if topics is not None:
         requested = [(t.name, p) for t in topics for p in t.partition_indexes]
-    error, offsets = ctx.broker.groups.fetch_offsets(group_id, requested, member_id, member_epoch)
+    error, offsets = groups.fetch_offsets(group_id, requested, member_id, member_epoch)
+
+    def partition(topic: str, p: int, value: OffsetValue | None, code: int) -> dict[str, Any]:
+        if stable and not code and groups.unstable(group_id, (topic, p)):
+            return _partition(p, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        return _partition(p, value, code)
+
     if topics is None:
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, p), value in sorted(offsets.items()):
-            by_topic.setdefault(topic, []).append(_partition(p, value))
+            by_topic.setdefault(topic, []).append(partition(topic, p, value, 0))
         return error, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
     return error, [
         {
             "name": t.name,
-            "partitions": [_partition(p, offsets.get((t.name, p)), error) for p in t.partition_indexes],
+            "partitions": [
+                partition(t.name, p, offsets.get((t.name, p)), error) for p in t.partition_indexes
+            ],
         }
         for t in topics
     ]
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    stable = ctx.version >= 7 and req.require_stable
     if ctx.version < 8:
-        error, topics = _group(ctx, req.group_id, req.topics)
+        error, topics = _group(ctx, req.group_id, req.topics, stable=stable)
         return {"throttle_time_ms": 0, "topics": topics, "error_code": error}
     groups = []
     for g in req.groups:
         if ctx.version >= 9:
-            error, topics = _group(ctx, g.group_id, g.topics, g.member_id, g.member_epoch)
+            error, topics = _group(ctx, g.group_id, g.topics, g.member_id, g.member_epoch, stable)
         else:
-            error, topics = _group(ctx, g.group_id, g.topics)
+            error, topics = _group(ctx, g.group_id, g.topics, stable=stable)
         groups.append({"group_id": g.group_id, "topics": [] if error else topics, "error_code": error})
     return {"throttle_time_ms": 0, "groups": groups}
 

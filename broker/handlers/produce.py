@@ -4,7 +4,11 @@ Behavior:
 - Per partition: the record set must be one or more RecordBatch v2 whose sizes,
   magic and CRC-32C check out (else CORRUPT_MESSAGE); a batch over the topic's
   max.message.bytes is MESSAGE_TOO_LARGE; a client-sent control batch is
-  INVALID_RECORD; transactional batches are INVALID_TXN_STATE (no transactions yet).
+  INVALID_RECORD, as is a transactional batch with no producer id.
+- Transactional batches go through the same producer checks; the first one of
+  a producer opens its transaction on the partition (its records stay above
+  the last stable offset until the coordinator's marker closes it); a
+  non-transactional batch of a producer inside a transaction is INVALID_TXN_STATE.
 - Compacted topics (cleanup.policy has compact): every record needs a key, else
   INVALID_RECORD (batches are decoded for this; other topics are not).
 - The append itself is the replica manager's (`ReplicaManager.append`):
@@ -117,8 +121,8 @@ def _append(
             )
         if h.is_control:
             raise KafkaError("client-sent control batch", ErrorCode.INVALID_RECORD)
-        if h.is_transactional:
-            raise KafkaError("transactions are not supported", ErrorCode.INVALID_TXN_STATE)
+        if h.is_transactional and h.producer_id < 0:
+            raise KafkaError("transactional batch with no producer id", ErrorCode.INVALID_RECORD)
     if plog.config.compact:
         check_keys(buf, headers)
     if acks == -1 and len(part.isr) < plog.config.min_insync_replicas:
@@ -177,11 +181,10 @@ async def _after_fsync(
     timeout_ms: int,
 ) -> dict[str, Any]:
     """Answer once every touched partition is fsynced and, for acks=all, its HW has passed the batch."""
-    commit = ctx.broker.group_commit
-    waits = {id(part): commit.sync(part.log) for _, part, _ in to_sync}
+    synced = ctx.broker.group_commit.sync_many([part.log for _, part, _ in to_sync])  # one round for all
     for result, part, last in to_sync:
         try:
-            await waits[id(part)]
+            await synced
         except (OSError, KafkaError) as exc:
             log.debug("fsync failed, not acknowledging: %s", exc)  # the partition log reported it
             result.update(error_code=ErrorCode.KAFKA_STORAGE_ERROR, base_offset=-1)

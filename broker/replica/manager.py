@@ -18,7 +18,10 @@ Contracts:
   when the partition goes away, and at once after `close_waiters` (shutdown).
 - Producer state lives on each `Partition`: rebuilt from snapshots and the log
   tail at start, snapshotted on rolls, at shutdown (`close`) and expired by
-  the log tasks (`expire_producers`).
+  the log tasks (`expire_producers`). Transactional batches open a producer's
+  transaction; markers (`broker.replica.markers`) close it. The log's
+  ``first_unstable_offset`` (the cleaner stops below it) follows every change
+  (`refresh_unstable`).
 
 Everything runs on the event loop thread; snapshot files are written in the
 default executor.
@@ -33,9 +36,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from broker.producer_state import PartitionProducers, load_producer_state, write_snapshot
+from broker.replica import markers
 from broker.replica.partition import Partition
+from protocol.control_records import build_marker_batch
 from protocol.errors import ErrorCode, KafkaError
-from protocol.records import BatchHeader
+from protocol.records import BatchHeader, validate_batches
 from storage.log_manager import LogManager
 
 log = logging.getLogger("minikafka.replicas")
@@ -72,6 +77,7 @@ class ReplicaManager:
             state, part.snapshot_offset = load_producer_state(plog, expiration_ms=producer_expiration_ms)
             if state.producers:
                 part.producers = state
+                self.refresh_unstable(part)
         log.debug(
             "producer state of %d partitions rebuilt in %.3fs",
             len(self._partitions),
@@ -121,12 +127,24 @@ class ReplicaManager:
 
     # -- writing ------------------------------------------------------------------------------
     def append(
-        self, part: Partition, buf: bytearray | memoryview, headers: list[BatchHeader], now_ms: int
+        self,
+        part: Partition,
+        buf: bytearray | memoryview,
+        headers: list[BatchHeader],
+        now_ms: int,
+        *,
+        from_coordinator: bool = False,
     ) -> AppendOutcome:
-        """Append validated batches as the leader (see the module docstring). Raises `KafkaError`."""
+        """Append validated batches as the leader (see the module docstring). Raises `KafkaError`.
+
+        ``from_coordinator``: the group coordinator's transactional offset commits, which
+        carry no sequence numbers: only the producer epoch is checked (Kafka's coordinator origin).
+        """
         plog = part.log
         producers = part.producer_state() if headers[0].producer_id >= 0 else None
-        if producers is not None:
+        if producers is not None and from_coordinator:
+            producers.check_epoch(headers[0].producer_id, headers[0].producer_epoch)
+        elif producers is not None:
             duplicate = producers.check(headers[0])
             if duplicate is not None:
                 last = duplicate + sum(h.last_offset_delta + 1 for h in headers) - 1
@@ -146,6 +164,8 @@ class ReplicaManager:
             for h in headers:
                 producers.update(h, offset)
                 offset += h.last_offset_delta + 1
+            if headers[0].is_transactional:
+                self.refresh_unstable(part)
         return AppendOutcome(
             result.base_offset,
             result.last_offset,
@@ -153,6 +173,35 @@ class ReplicaManager:
             plog.log_start_offset,
             appended=True,
         )
+
+    def write_marker(
+        self,
+        part: Partition,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> AppendOutcome:
+        """Append a COMMIT or ABORT marker of ``producer_id`` as the leader (`broker.replica.markers`).
+
+        Raises `KafkaError`: INVALID_PRODUCER_EPOCH for an older producer epoch,
+        TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch.
+        """
+        plog = part.log
+        part.producer_state().check_marker(producer_id, producer_epoch, coordinator_epoch)
+        batch = build_marker_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        headers = validate_batches(batch, check_crc=False)  # just built: the CRC is right
+        result = plog.append(batch, headers, leader_epoch=part.leader_epoch, now_ms=now_ms)
+        if result.rolled:
+            self.snapshot_producers(part, result.base_offset)
+        markers.close_transaction(
+            part, producer_id, producer_epoch, coordinator_epoch, commit, result.base_offset, now_ms
+        )
+        if not self.advance_high_watermark(part):
+            part.wake()
+        self.refresh_unstable(part)
+        return AppendOutcome(result.base_offset, result.last_offset, -1, plog.log_start_offset, appended=True)
 
     def advance_high_watermark(self, part: Partition) -> bool:
         """HW = min LEO over the ISR (a follower not heard from since this leadership began holds it back).
@@ -166,6 +215,8 @@ class ReplicaManager:
                 hw = min(hw, part.follower_leo.get(replica, part.log.high_watermark))
         if not part.log.advance_high_watermark(hw):
             return False
+        if part.producers is not None and part.producers.unreplicated:
+            self.refresh_unstable(part)
         part.release_hw_waiters()
         part.wake()
         return True
@@ -250,10 +301,21 @@ class ReplicaManager:
             result = plog.append_as_follower(buf, headers, now_ms)
             if result.rolled:
                 self.snapshot_producers(part, result.base_offset)
+            transactional = False
             for h in headers:
-                if h.producer_id >= 0 and not h.is_control:
+                if h.producer_id < 0:
+                    continue
+                if h.is_control:
+                    markers.replicated_marker(part, buf, h, now_ms)
+                    transactional = True
+                else:
                     producers.update(h, h.base_offset, now_ms)
+                    transactional = transactional or h.is_transactional
+            if transactional:
+                self.refresh_unstable(part)
         if plog.advance_high_watermark(min(leader_hw, plog.log_end_offset)):
+            if part.producers is not None and part.producers.unreplicated:
+                self.refresh_unstable(part)
             part.wake()
 
     # -- parked fetches -----------------------------------------------------------------------
@@ -278,6 +340,14 @@ class ReplicaManager:
             part.wake()
 
     # -- producer state -----------------------------------------------------------------------
+    @staticmethod
+    def refresh_unstable(part: Partition) -> None:
+        """Tell the log (its cleaner) where the first undecided transaction starts."""
+        producers = part.producers
+        part.log.first_unstable_offset = (
+            None if producers is None else producers.first_unstable_offset(part.log.high_watermark)
+        )
+
     def snapshot_producers(self, part: Partition, offset: int) -> None:
         """Write the producer state of ``part`` as ``<offset>.snapshot``, in the background.
 
@@ -303,6 +373,7 @@ class ReplicaManager:
         """Producer state from the log again (after a follower truncated its log)."""
         state, part.snapshot_offset = load_producer_state(part.log, expiration_ms=self.producer_expiration_ms)
         part.producers = state if state.producers else None
+        self.refresh_unstable(part)
 
     def expire_producers(self, now_ms: int) -> int:
         expiration = self.producer_expiration_ms

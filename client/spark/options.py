@@ -25,10 +25,17 @@ Reading (batch and streaming):
 - ``failOnDataLoss`` (default true), ``includeHeaders`` (default false),
   ``kafkaConsumer.pollTimeoutMs`` (default 120000);
 - ``kafka.group.id`` or ``groupIdPrefix`` (streaming: commit processed
-  offsets to that consumer group so its lag is visible).
+  offsets to that consumer group so its lag is visible);
+- ``kafka.isolation.level``: ``read_uncommitted`` (the default, as in Spark)
+  reads every record up to the high watermark, including those of open and
+  aborted transactions; ``read_committed`` plans and reads only up to the
+  last stable offset and leaves out records of aborted transactions (control
+  records are never rows).
 
 Writing: ``kafka.bootstrap.servers`` (required), ``topic`` (else a ``topic``
-column is required), ``kafka.<producer setting>`` (``acks`` defaults to all).
+column is required), ``kafka.<producer setting>`` (``acks`` defaults to all;
+no ``kafka.transactional.id``: the sink writes at-least-once, outside
+transactions, as Spark's Kafka sink does).
 """
 
 from __future__ import annotations
@@ -86,6 +93,7 @@ _RESERVED_CONSUMER = {
     "interceptor.classes",
 }
 _RESERVED_PRODUCER = {"key.serializer", "value.serializer"}
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 
 
 @dataclass(frozen=True)
@@ -120,6 +128,11 @@ class ReadOptions:
     group_id: str | None
     group_id_prefix: str | None
     consumer: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def isolation_level(self) -> str:
+        """``read_uncommitted`` (Spark's default) or ``read_committed`` (option kafka.isolation.level)."""
+        return self.consumer.get("isolation.level", "read_uncommitted")
 
 
 @dataclass(frozen=True)
@@ -333,6 +346,14 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
             f"option startingOffsetsByTimestampStrategy must be error or latest, got {ts_strategy!r}"
         )
     poll_timeout = _positive_int(opts, "kafkaconsumer.polltimeoutms")
+    if "isolation.level" in consumer:
+        level = consumer["isolation.level"].strip().lower()
+        if level not in ISOLATION_LEVELS:
+            raise MiniKafkaOptionError(
+                f"option kafka.isolation.level must be read_uncommitted (the default) or read_committed, "
+                f"got {consumer['isolation.level']!r}"
+            )
+        consumer["isolation.level"] = level
     return ReadOptions(
         bootstrap=bootstrap,
         strategy=strategy,
@@ -359,5 +380,10 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     producer, unknown = _split_kafka(opts, _WRITE, _RESERVED_PRODUCER, spelled, "sink")
     if unknown:
         raise MiniKafkaOptionError(f"unknown option(s) {', '.join(sorted(unknown))}; valid options: {valid}")
+    if "transactional.id" in producer:
+        raise MiniKafkaOptionError(
+            "option kafka.transactional.id is not supported: the sink writes at-least-once, "
+            "outside transactions (as Spark's Kafka sink does)"
+        )
     topic = opts.get("topic", "").strip() or None
     return WriteOptions(bootstrap=_bootstrap(opts, valid), topic=topic, producer=producer)

@@ -7,7 +7,10 @@ assigned to that one partition fetches from the broker directly (prefetching
 the next record set while this one is converted), and every fetched record
 set becomes one Arrow record batch (`client.spark.arrow.to_arrow`), so rows
 never exist as Python objects. Compressed batches are decompressed by the
-client's decoder and control batches skipped.
+client's decoder and control batches skipped; with
+kafka.isolation.level=read_committed the consumer also drops the records of
+aborted transactions (the planned end is then the last stable offset), so a
+range may yield fewer rows than its offsets span.
 
 Offsets deleted while the query runs (retention, DeleteRecords) fail the
 task with `DataLossError` when failOnDataLoss=true and are skipped
@@ -81,9 +84,10 @@ def read_range(ro: ReadOptions, part: MiniKafkaInputPartition) -> Iterator[Any]:
                 keep = cols.index_of(part.end)
                 if keep:
                     yield to_arrow(cols.select(0, keep), part.topic, part.partition, ro.include_headers)
-            if fetched:
+            moved = consumer.position(tp)
+            if fetched or moved > pos:  # progress, even when every record was aborted or a marker
                 deadline = time.monotonic() + ro.poll_timeout_ms / 1000
-            pos = consumer.position(tp)
+            pos = moved
             if pos < part.end and time.monotonic() > deadline:
                 raise TimeoutError(
                     f"no records of {tp} at offset {pos} (reading up to {part.end}) "

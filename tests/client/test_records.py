@@ -186,6 +186,29 @@ def test_read_committed_skips_aborted_transactions_and_control_batches() -> None
     assert [r.value for r in everything] == [b"a1", b"a2", b"c1", b"n1"]  # control batches never show
 
 
+def test_read_committed_across_fetches_and_repeated_aborts() -> None:
+    """As Kafka's fetcher: an aborted transaction split over two fetches, a fetch that starts inside it,
+    and one producer aborting twice in one response."""
+    first = txn_batch(0, 1, [b"x1"]) + txn_batch(1, 2, [b"c1"])  # producer 1's abort marker not here yet
+    got, nxt = decode_record_set(first, "t", 0, read_committed=True, aborted=[(1, 0)])
+    assert [r.value for r in got] == [b"c1"] and nxt == 2
+    second = (
+        txn_batch(2, 1, [b"x2", b"x3"]) + control_batch(4, 1, commit=False) + control_batch(5, 2, commit=True)
+    )
+    got, nxt = decode_record_set(second, "t", 0, min_offset=3, read_committed=True, aborted=[(1, 0)])
+    assert got == [] and nxt == 6  # started inside the aborted transaction: the broker still lists it
+    twice = (
+        txn_batch(0, 1, [b"x1"])
+        + control_batch(1, 1, commit=False)
+        + txn_batch(2, 1, [b"ok"])
+        + control_batch(3, 1, commit=True)
+        + txn_batch(4, 1, [b"x2"])
+        + control_batch(5, 1, commit=False)
+    )
+    got, nxt = decode_record_set(twice, "t", 0, read_committed=True, aborted=[(1, 4), (1, 0)])
+    assert [(r.offset, r.value) for r in got] == [(2, b"ok")] and nxt == 6
+
+
 def test_control_batches_alone_advance_the_position() -> None:
     records, nxt = decode_record_set(control_batch(41, 9, commit=True), "t", 0, min_offset=41)
     assert records == [] and nxt == 42

@@ -140,7 +140,8 @@ def test_find_coordinator_every_version(gbroker: BrokerProcess) -> None:
             r = c.request(10, version, {"key": "g", "key_type": 0})
             assert (r.error_code, r.node_id, r.port, r.error_message) == (0, 0, gbroker.port, None)
         txn = c.request(10, 2, {"key": "txn-id", "key_type": 1})
-        assert txn.error_code == E.COORDINATOR_NOT_AVAILABLE and txn.node_id == -1
+        assert txn.error_code == 0 and txn.node_id == 0  # the transaction coordinator (issue 18)
+        assert c.request(10, 2, {"key": "", "key_type": 1}).error_code == E.INVALID_REQUEST
         assert c.request(10, 1, {"key": "g", "key_type": 7}).error_code == E.INVALID_REQUEST
 
 

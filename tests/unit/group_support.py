@@ -23,13 +23,24 @@ class MemoryOffsetsLog:
         self.hold = False
         self.held: list[Done] = []
         self.fail_with: ErrorCode | None = None
+        self.open_transactions: dict[int, dict[int, list[RecordKV]]] = {}
+        self.transactional: dict[int, dict[int, list[RecordKV]]] = defaultdict(dict)
 
     @property
     def num_partitions(self) -> int:
         return self._num_partitions
 
-    def append(self, partition: int, records: Sequence[RecordKV], done: Done | None) -> None:
-        self.partitions[partition].extend(records)
+    def append(
+        self,
+        partition: int,
+        records: Sequence[RecordKV],
+        done: Done | None,
+        producer: tuple[int, int] | None = None,
+    ) -> None:
+        if producer is None:
+            self.partitions[partition].extend(records)
+        else:
+            self.transactional[partition].setdefault(producer[0], []).extend(records)
         if done is None:
             return
         if self.hold:
@@ -45,8 +56,15 @@ class MemoryOffsetsLog:
     def _outcome(self) -> ErrorCode:
         return self.fail_with if self.fail_with is not None else ErrorCode.NONE
 
+    def marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker: the producer's records count from here (COMMIT) or never (ABORT)."""
+        records = self.transactional[partition].pop(producer_id, [])
+        if commit:
+            self.partitions[partition].extend(records)
+
     def read(self, partition: int) -> Iterator[RecordKV]:
         yield from list(self.partitions[partition])
+        self.open_transactions[partition] = {pid: list(r) for pid, r in self.transactional[partition].items()}
 
     def all_records(self) -> list[RecordKV]:
         return [r for p in sorted(self.partitions) for r in self.partitions[p]]

@@ -1,0 +1,39 @@
+"""AddOffsetsToTxn: v0-4.
+
+Behavior:
+- Adds the group's `__consumer_offsets` partition (where TxnOffsetCommit will
+  write) to the transaction, with AddPartitionsToTxn's rules and errors
+  (`broker.txn.coordinator`); answered once durable. An empty group id is
+  INVALID_GROUP_ID.
+Version notes: v3 is flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
+Leaves out: throttling; authorization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from broker.groups.store import OFFSETS_TOPIC
+from protocol.errors import ErrorCode
+
+API_KEY = 25
+
+
+async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if not req.group_id:
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID}
+    broker = ctx.broker
+    tp = (OFFSETS_TOPIC, broker.groups.partition_for(req.group_id))
+    code = await broker.transactions.add_partitions(
+        req.transactional_id, req.producer_id, req.producer_epoch, frozenset({tp})
+    )
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+def handle(ctx: RequestContext, req: Any) -> Any:
+    return _handle(ctx, req)
+
+
+registry.register(API_KEY, 0, 4, handle)

@@ -1,0 +1,57 @@
+"""DescribeTransactions: v0.
+
+Behavior:
+- Per transactional id, as its coordinator has it: state (Kafka's names:
+  Empty, Ongoing, PrepareCommit, ...), timeout, start time (-1 when no
+  transaction is open), producer id and epoch, and the partitions of the
+  open transaction by topic. An id this broker does not coordinate:
+  NOT_COORDINATOR; one it does not know: TRANSACTIONAL_ID_NOT_FOUND;
+  replay in progress: COORDINATOR_LOAD_IN_PROGRESS.
+Version notes: flexible from v0.
+Leaves out: throttling; authorization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from broker.txn.state import TxnState
+
+API_KEY = 65
+
+
+def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
+    code, txn = ctx.broker.transactions.describe(txn_id)
+    if txn is None:
+        return {
+            "error_code": code,
+            "transactional_id": txn_id,
+            "transaction_state": "",
+            "transaction_timeout_ms": 0,
+            "transaction_start_time_ms": -1,
+            "producer_id": -1,
+            "producer_epoch": -1,
+            "topics": [],
+        }
+    topics: dict[str, list[int]] = {}
+    for topic, p in sorted(txn.partitions):
+        topics.setdefault(topic, []).append(p)
+    return {
+        "error_code": 0,
+        "transactional_id": txn_id,
+        "transaction_state": txn.state.kafka_name,
+        "transaction_timeout_ms": txn.timeout_ms,
+        "transaction_start_time_ms": txn.start_ms if txn.state is TxnState.ONGOING else -1,
+        "producer_id": txn.producer_id,
+        "producer_epoch": txn.producer_epoch,
+        "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
+    }
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "transaction_states": [_state(ctx, t) for t in req.transactional_ids]}
+
+
+registry.register(API_KEY, 0, 0, handle)

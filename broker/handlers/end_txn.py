@@ -1,0 +1,34 @@
+"""EndTxn: v0-4.
+
+Behavior:
+- committed true/false: commit or abort the open transaction of the
+  transactional id (`broker.txn.coordinator`): answered once PrepareCommit /
+  PrepareAbort is durable; the markers follow in the background. Errors:
+  INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS,
+  INVALID_TXN_STATE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
+Version notes: v3 is flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
+Leaves out: throttling; authorization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+
+API_KEY = 26
+
+
+async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    code = await ctx.broker.transactions.end_transaction(
+        req.transactional_id, req.producer_id, req.producer_epoch, req.committed
+    )
+    return {"throttle_time_ms": 0, "error_code": code}
+
+
+def handle(ctx: RequestContext, req: Any) -> Any:
+    return _handle(ctx, req)
+
+
+registry.register(API_KEY, 0, 4, handle)

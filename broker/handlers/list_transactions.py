@@ -1,0 +1,46 @@
+"""ListTransactions: v0-1.
+
+Behavior:
+- The transactional ids this broker coordinates, with producer id and state,
+  filtered by state names (an unknown name is listed in
+  unknown_state_filters and matches nothing), by producer ids, and (v1) by
+  duration_filter: only transactions open for at least that many ms
+  (-1: no filter). Empty filters match everything.
+Version notes: flexible from v0; v1 adds duration_filter.
+Leaves out: throttling; authorization (Kafka lists only ids the principal may describe).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from broker.txn.state import TxnState
+
+API_KEY = 66
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    wanted = set(req.state_filters)
+    unknown = sorted(s for s in wanted if TxnState.from_name(s) is None)
+    duration = req.duration_filter if ctx.version >= 1 else -1
+    txns = ctx.broker.transactions.list(wanted, set(req.producer_id_filters), duration)
+    if unknown and wanted == set(unknown):
+        txns = []
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "unknown_state_filters": unknown,
+        "transaction_states": [
+            {
+                "transactional_id": t.transactional_id,
+                "producer_id": t.producer_id,
+                "transaction_state": t.state.kafka_name,
+            }
+            for t in sorted(txns, key=lambda t: t.transactional_id)
+        ],
+    }
+
+
+registry.register(API_KEY, 0, 1, handle)

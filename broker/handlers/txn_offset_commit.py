@@ -1,0 +1,62 @@
+"""TxnOffsetCommit: v0-4.
+
+Behavior:
+- Offsets committed inside a transaction (`broker.groups.txn_offsets`): written
+  to the group's `__consumer_offsets` partition as a transactional batch of
+  the producer, answered once durable, visible to OffsetFetch only once the
+  transaction commits (dropped if it aborts).
+- Per partition: unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION;
+  metadata over offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE; a fenced
+  producer (older epoch) INVALID_PRODUCER_EPOCH.
+- v3+ member_id / generation_id / group_instance_id are checked as
+  OffsetCommit checks them (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+  FENCED_INSTANCE_ID); an empty member id with generation -1 (and v0-2) is a
+  producer outside the group, always accepted.
+Version notes: v2 adds committed_leader_epoch; v3 is flexible with the member
+  fields; v4 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
+Leaves out: throttling; authorization.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from broker.groups import deferred
+from broker.groups.coordinator import OffsetCommit
+from broker.groups.model import TopicPartition
+from broker.topic_results import partition_codes, split_unknown
+from protocol.errors import ErrorCode
+
+API_KEY = 28
+
+
+def handle(ctx: RequestContext, req: Any) -> Any:
+    codes, present = split_unknown(ctx.broker.cluster.topics(), req.topics)
+    commits: dict[TopicPartition, OffsetCommit] = {}
+    for tp, p in present:
+        epoch = p.committed_leader_epoch if ctx.version >= 2 else -1
+        commits[tp] = OffsetCommit(p.committed_offset, p.committed_metadata, epoch)
+
+    def respond(results: dict[TopicPartition, ErrorCode]) -> dict[str, Any]:
+        return {"throttle_time_ms": 0, "topics": partition_codes(req.topics, {**codes, **results})}
+
+    if not commits:
+        return respond({})
+    v3 = ctx.version >= 3
+    return deferred(
+        lambda cb: ctx.broker.groups.commit_txn_offsets(
+            req.group_id,
+            (req.producer_id, req.producer_epoch),
+            req.member_id if v3 else "",
+            req.generation_id if v3 else -1,
+            req.group_instance_id if v3 else None,
+            commits,
+            cb,
+        ),
+        respond,
+    )
+
+
+registry.register(API_KEY, 0, 4, handle)

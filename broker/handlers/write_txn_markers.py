@@ -1,0 +1,60 @@
+"""WriteTxnMarkers: v0-1 (sent by transaction coordinators to partition leaders).
+
+Behavior:
+- Each marker (producer id and epoch, COMMIT when transaction_result is
+  true, else ABORT, coordinator epoch) is appended to every partition listed
+  (`broker.txn.markers.write_local`): answered per partition once durable and
+  replicated. A partition this broker does not lead: NOT_LEADER_OR_FOLLOWER;
+  unknown: UNKNOWN_TOPIC_OR_PARTITION; a marker older than the partition's
+  producer epoch INVALID_PRODUCER_EPOCH, or from an older coordinator epoch
+  TRANSACTION_COORDINATOR_FENCED. Markers on `__consumer_offsets` settle the
+  transaction's offset commits.
+Version notes: v1 is flexible.
+Leaves out: authorization (Kafka asks for CLUSTER_ACTION).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker import registry
+from broker.context import RequestContext
+from broker.txn.markers import write_local
+
+API_KEY = 27
+
+
+async def _marker(ctx: RequestContext, m: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    tps = [(t.name, p) for t in m.topics for p in t.partition_indexes]
+    codes = await write_local(
+        broker.replicas,
+        broker.group_commit,
+        broker.groups,
+        tps,
+        m.producer_id,
+        m.producer_epoch,
+        m.transaction_result,
+        m.coordinator_epoch,
+    )
+    topics = [
+        {
+            "name": t.name,
+            "partitions": [
+                {"partition_index": p, "error_code": codes[(t.name, p)]} for p in t.partition_indexes
+            ],
+        }
+        for t in m.topics
+    ]
+    return {"producer_id": m.producer_id, "topics": topics}
+
+
+async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    return {"markers": [await _marker(ctx, m) for m in req.markers]}
+
+
+def handle(ctx: RequestContext, req: Any) -> Any:
+    return _handle(ctx, req)
+
+
+registry.register(API_KEY, 0, 1, handle)

@@ -1,0 +1,106 @@
+"""`__transaction_state` on the broker's storage, as the transaction coordinator uses it.
+
+- The topic is created at broker start if missing (single broker; in a cluster
+  the controller side creates it like `__consumer_offsets`):
+  `transaction.state.log.num.partitions` partitions (default 50),
+  cleanup.policy=compact, segment.bytes = `transaction.state.log.segment.bytes`,
+  min.insync.replicas = `transaction.state.log.min.isr` capped at the
+  replication factor (one broker has one replica).
+- `write` appends one record and returns once it is durable: fsynced by the
+  group commit and, in a cluster, below the high watermark (acks=all), as
+  Kafka writes transaction state. It answers an error code: NONE,
+  NOT_COORDINATOR (leadership moved), or KAFKA_STORAGE_ERROR /
+  NOT_ENOUGH_REPLICAS / REQUEST_TIMED_OUT.
+- `read` replays a partition (key, value) in offset order; `coordinator_epoch`
+  is the leader epoch of the partition (Kafka's coordinator epoch).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from broker.groups.store import BrokerOffsetsLog
+from protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from broker.cluster import TopicAdmin
+    from broker.config import BrokerConfig
+    from broker.group_commit import GroupCommit
+    from broker.replica import ReplicaManager
+
+log = logging.getLogger("minikafka.txn.log")
+
+TXN_TOPIC = "__transaction_state"
+WRITE_TIMEOUT_S = 30.0
+
+
+def txn_topic_configs(config: BrokerConfig, replication_factor: int) -> dict[str, str]:
+    """The topic configs `__transaction_state` is created with."""
+    return {
+        "cleanup.policy": "compact",
+        "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+        "compression.type": "producer",
+        "min.insync.replicas": str(min(int(config["transaction.state.log.min.isr"]), replication_factor)),
+    }
+
+
+def ensure_txn_topic(config: BrokerConfig, replicas: ReplicaManager, topics: TopicAdmin) -> int:
+    """Create `__transaction_state` on a single broker if it does not exist; returns its partition count."""
+    info = replicas.logs.topics().get(TXN_TOPIC)
+    if info is None:
+        partitions = int(config["transaction.state.log.num.partitions"])
+        topics.create_topic(TXN_TOPIC, partitions, txn_topic_configs(config, 1))
+        return partitions
+    if "cleanup.policy" not in info.configs:
+        required = txn_topic_configs(config, 1)
+        log.warning("%s had no topic configs (rebuilt registry?): restoring %s", TXN_TOPIC, required)
+        topics.alter_topic_configs(TXN_TOPIC, {**required, **info.configs})
+    return info.partitions
+
+
+class TxnLog:
+    """The coordinator's view of `__transaction_state` (see the module docstring)."""
+
+    def __init__(self, replicas: ReplicaManager, group_commit: GroupCommit, num_partitions: int) -> None:
+        self._replicas = replicas
+        self._log = BrokerOffsetsLog(replicas, group_commit, num_partitions, TXN_TOPIC)
+
+    @property
+    def num_partitions(self) -> int:
+        return self._log.num_partitions
+
+    def coordinator_epoch(self, partition: int) -> int:
+        return self._replicas.partition(TXN_TOPIC, partition).leader_epoch
+
+    def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        return self._log.read(partition)
+
+    async def write(self, partition: int, key: bytes, value: bytes | None) -> ErrorCode:
+        loop = asyncio.get_running_loop()
+        synced: asyncio.Future[ErrorCode] = loop.create_future()
+
+        def done(code: ErrorCode) -> None:
+            if not synced.done():
+                synced.set_result(code)
+
+        try:
+            part = self._replicas.leader(TXN_TOPIC, partition)
+        except KafkaError:
+            return ErrorCode.NOT_COORDINATOR
+        epoch = part.leader_epoch
+        self._log.append(partition, [(key, value)], done)
+        code = await synced
+        if code != ErrorCode.NONE:
+            return code
+        if len(part.replicas) > 1 or part.log.high_watermark < part.log.log_end_offset:
+            code = ErrorCode(
+                await self._replicas.wait_for_replication(part, part.log.log_end_offset, WRITE_TIMEOUT_S)
+            )
+            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                return ErrorCode.NOT_COORDINATOR
+        if not part.is_leader or part.leader_epoch != epoch:
+            return ErrorCode.NOT_COORDINATOR
+        return code

@@ -1,0 +1,248 @@
+"""Writing a transaction's COMMIT/ABORT markers on its partitions, wherever their leaders are.
+
+- `write_local` appends a marker on each given partition this broker leads
+  (`ReplicaManager.write_marker`) and returns once they are durable: fsynced
+  by one group-commit round and below the high watermark (acks=all). A marker on a
+  `__consumer_offsets` partition then settles the transaction's offset
+  commits in the group coordinator. Errors come back as codes:
+  NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, INVALID_PRODUCER_EPOCH,
+  TRANSACTION_COORDINATOR_FENCED, KAFKA_STORAGE_ERROR, ...
+  The WriteTxnMarkers handler uses it for markers other brokers send.
+- `MarkerWriter.write` (the coordinator's): every partition of the
+  transaction gets its marker from its current leader: locally, or with a
+  WriteTxnMarkers v1 request over a connection to that broker's
+  inter-broker listener. Partitions answering a retriable error (leader
+  moved, not available, storage error, timeout) are retried after a short
+  backoff until they succeed or the coordinator loses its partition.
+  Partitions whose topic is gone, and markers the partition refuses as
+  stale (an older producer or coordinator epoch), are given up, as Kafka's
+  marker channel does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from broker.groups.store import OFFSETS_TOPIC
+from broker.replica.link import LeaderLink
+from protocol.errors import ErrorCode, KafkaError
+from protocol.headers import encode_request_header, skip_response_header
+from protocol.messages import decode_response, encode_request
+
+if TYPE_CHECKING:
+    from broker.cluster.view import ClusterView
+    from broker.group_commit import GroupCommit
+    from broker.groups.coordinator import GroupCoordinator
+    from broker.replica import Partition, ReplicaManager
+
+log = logging.getLogger("minikafka.txn.markers")
+
+TopicPartition = tuple[str, int]
+WRITE_TXN_MARKERS = 27
+MARKERS_VERSION = 1
+REPLICATION_TIMEOUT_S = 30.0
+RETRY_BACKOFF_S = 0.2
+GIVE_UP = frozenset(
+    {
+        ErrorCode.NONE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.INVALID_PRODUCER_EPOCH,
+        ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+    }
+)
+
+
+async def write_local(
+    replicas: ReplicaManager,
+    group_commit: GroupCommit,
+    groups: GroupCoordinator,
+    tps: Iterable[TopicPartition],
+    producer_id: int,
+    producer_epoch: int,
+    commit: bool,
+    coordinator_epoch: int,
+) -> dict[TopicPartition, ErrorCode]:
+    """One marker on each of ``tps`` (partitions led here), durable before answering (module
+    docstring); all of them are fsynced in one group-commit round."""
+    codes: dict[TopicPartition, ErrorCode] = {}
+    appended: list[tuple[TopicPartition, Partition, int]] = []
+    now_ms = time.time_ns() // 1_000_000
+    for tp in tps:
+        try:
+            part = replicas.leader(*tp)
+            outcome = replicas.write_marker(
+                part, producer_id, producer_epoch, commit, coordinator_epoch, now_ms
+            )
+        except KafkaError as exc:
+            codes[tp] = ErrorCode(exc.code)
+            continue
+        except OSError as exc:
+            log.error("%s-%d: marker not written: %s", tp[0], tp[1], exc)
+            codes[tp] = ErrorCode.KAFKA_STORAGE_ERROR
+            continue
+        appended.append((tp, part, outcome.last_offset))
+    if not appended:
+        return codes
+    try:
+        await group_commit.sync_many([part.log for _, part, _ in appended])
+    except (OSError, KafkaError):
+        codes.update((tp, ErrorCode.KAFKA_STORAGE_ERROR) for tp, _, _ in appended)
+        return codes
+    replicated = await asyncio.gather(
+        *(replicas.wait_for_replication(part, last + 1, REPLICATION_TIMEOUT_S) for _, part, last in appended)
+    )
+    for (tp, _, _), code in zip(appended, replicated, strict=True):
+        codes[tp] = ErrorCode(code)
+        if code == ErrorCode.NONE and tp[0] == OFFSETS_TOPIC:
+            groups.complete_transaction(tp[1], producer_id, commit)
+    return codes
+
+
+class MarkerWriter:
+    """The coordinator's marker channel (module docstring)."""
+
+    def __init__(
+        self,
+        replicas: ReplicaManager,
+        group_commit: GroupCommit,
+        groups: GroupCoordinator,
+        cluster: ClusterView,
+        listener: str | None,
+    ) -> None:
+        self._replicas = replicas
+        self._group_commit = group_commit
+        self._groups = groups
+        self._cluster = cluster
+        self._listener = listener
+        self._links: dict[int, LeaderLink] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+        self._correlation = 0
+
+    async def write(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: frozenset[TopicPartition],
+        still_coordinator: Callable[[], bool],
+    ) -> None:
+        pending = set(partitions)
+        while pending and still_coordinator():
+            by_leader: dict[int, list[TopicPartition]] = {}
+            for tp in pending:
+                topic = self._cluster.topic(tp[0])
+                if topic is None or tp[1] >= len(topic.partitions):
+                    by_leader.setdefault(-2, []).append(tp)  # gone: nothing to mark
+                else:
+                    by_leader.setdefault(topic.partitions[tp[1]].leader, []).append(tp)
+            pending.difference_update(by_leader.pop(-2, []))
+            results: dict[TopicPartition, ErrorCode] = {}
+            local = by_leader.pop(self._replicas.node_id, [])
+            jobs: list[Any] = [
+                self._remote(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch, results)
+                for leader, tps in by_leader.items()
+                if leader >= 0
+            ]
+            if local:
+                jobs.append(
+                    self._local(local, producer_id, producer_epoch, commit, coordinator_epoch, results)
+                )
+            await asyncio.gather(*jobs)
+            for tp, code in results.items():
+                if code in GIVE_UP:
+                    if code != ErrorCode.NONE:
+                        log.warning("marker for %s-%d given up: %s", tp[0], tp[1], code.name)
+                    pending.discard(tp)
+            if pending:
+                await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def _local(
+        self,
+        tps: list[TopicPartition],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        results: dict[TopicPartition, ErrorCode],
+    ) -> None:
+        results.update(
+            await write_local(
+                self._replicas,
+                self._group_commit,
+                self._groups,
+                tps,
+                producer_id,
+                producer_epoch,
+                commit,
+                coordinator_epoch,
+            )
+        )
+
+    async def _remote(
+        self,
+        leader: int,
+        tps: list[TopicPartition],
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        results: dict[TopicPartition, ErrorCode],
+    ) -> None:
+        topics: dict[str, list[int]] = {}
+        for topic, p in tps:
+            topics.setdefault(topic, []).append(p)
+        body = {
+            "markers": [
+                {
+                    "producer_id": producer_id,
+                    "producer_epoch": producer_epoch,
+                    "transaction_result": commit,
+                    "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
+                    "coordinator_epoch": coordinator_epoch,
+                }
+            ]
+        }
+        lock = self._locks.setdefault(leader, asyncio.Lock())
+        async with lock:
+            try:
+                response = await asyncio.wait_for(self._request(leader, body), REPLICATION_TIMEOUT_S + 5)
+            except (OSError, TimeoutError, ConnectionError, KafkaError) as exc:
+                log.info("WriteTxnMarkers to broker %d failed: %s", leader, exc)
+                self._drop_link(leader)
+                return
+        for marker in response.markers:
+            for topic in marker.topics:
+                for p in topic.partitions:
+                    results[(topic.name, p.partition_index)] = ErrorCode(p.error_code)
+
+    async def _request(self, node_id: int, body: dict[str, Any]) -> Any:
+        link = self._links.get(node_id)
+        if link is None:
+            node = self._cluster.broker(node_id)
+            address = node.address(self._listener) if node is not None and self._listener else None
+            if address is None and node is not None:
+                address = (node.host, node.port)
+            if address is None:
+                raise ConnectionError(f"broker {node_id} is not registered")
+            link = self._links[node_id] = await asyncio.wait_for(LeaderLink.connect(*address), 5)
+        self._correlation += 1
+        header = encode_request_header(
+            WRITE_TXN_MARKERS, MARKERS_VERSION, self._correlation, f"txn-coordinator-{self._replicas.node_id}"
+        )
+        frame = await link.request(header + encode_request(WRITE_TXN_MARKERS, MARKERS_VERSION, body))
+        body_at = skip_response_header(frame, WRITE_TXN_MARKERS, MARKERS_VERSION)
+        return decode_response(WRITE_TXN_MARKERS, MARKERS_VERSION, frame[body_at:])
+
+    def _drop_link(self, node_id: int) -> None:
+        link = self._links.pop(node_id, None)
+        if link is not None:
+            link.close()
+
+    def close(self) -> None:
+        for node_id in list(self._links):
+            self._drop_link(node_id)

@@ -1,0 +1,109 @@
+"""Transactions on a three-broker cluster (marker ``cluster``: `make test-cluster`).
+
+The partitions of the transaction are led by different brokers, so the
+coordinator writes most markers with WriteTxnMarkers to other brokers;
+`__transaction_state` is created at the first transactional producer with
+replication factor 3. Then the coordinator of a transactional id is SIGKILLed
+while its transaction is open: the broker that takes over its
+`__transaction_state` partition replays the id and the producer's commit goes
+through there, with nothing committed lost and nothing aborted visible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from broker.groups.hashing import partition_for
+from tests.cluster.helpers import create_topic, partition_metadata, wait_for
+from tests.cluster_process import QUIET, Cluster, ZooKeeperProcess, zookeeper_available
+from tests.compat.test_transactions import read_all
+
+pytestmark = [
+    pytest.mark.cluster,
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(not zookeeper_available(), reason="ZooKeeper not installed"),
+]
+
+TOPIC = "txn-cluster"
+PARTITIONS = 6
+TXN_PARTITIONS = 5
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    with (
+        ZooKeeperProcess(tmp_path / "zookeeper") as zk,
+        Cluster(tmp_path, zk, **{"transaction.state.log.num.partitions": str(TXN_PARTITIONS)}) as c,
+    ):
+        create_topic(c.bootstrap, TOPIC, PARTITIONS, 3, **{"min.insync.replicas": "2"})
+        yield c
+
+
+def producer(bootstrap: str, txn_id: str) -> Producer:
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "logger": QUIET})
+    p.init_transactions(60)
+    return p
+
+
+def values(tag: str, n: int = 3) -> list[tuple[int, bytes]]:
+    return [(p, f"{tag}-{p}-{i}".encode()) for p in range(PARTITIONS) for i in range(n)]
+
+
+def run(p: Producer, records: list[tuple[int, bytes]], commit: bool) -> None:
+    p.begin_transaction()
+    for partition, value in records:
+        p.produce(TOPIC, value, partition=partition)
+    p.flush(60)
+    if commit:
+        p.commit_transaction(60)
+    else:
+        p.abort_transaction(60)
+
+
+def test_markers_reach_every_leader(cluster: Cluster) -> None:
+    leaders = {leader for leader, _, _ in partition_metadata(cluster.bootstrap, TOPIC).values()}
+    assert len(leaders) > 1  # the markers cannot all be local
+    p = producer(cluster.bootstrap, "spread")
+    run(p, values("one"), True)
+    run(p, values("two"), False)
+    run(p, values("three"), True)
+    want = sorted(v for _, v in values("one") + values("three"))
+    assert sorted(read_all(cluster.bootstrap, "read_committed", len(want), (TOPIC,))) == want
+    assert len(read_all(cluster.bootstrap, "read_uncommitted", len(want) + 18, (TOPIC,))) == len(want) + 18
+    txn_state = partition_metadata(cluster.bootstrap, "__transaction_state")
+    assert len(txn_state) == TXN_PARTITIONS and all(
+        len(replicas) == 3 for _, replicas, _ in txn_state.values()
+    )
+
+
+def test_coordinator_failover_keeps_the_open_transaction(cluster: Cluster) -> None:
+    txn_id = "failover"
+    p = producer(cluster.bootstrap, txn_id)
+    run(p, values("before"), True)
+    p.begin_transaction()
+    for partition, value in values("during"):
+        p.produce(TOPIC, value, partition=partition)
+    p.flush(60)
+
+    coordinator = partition_metadata(cluster.bootstrap, "__transaction_state")[
+        partition_for(txn_id, TXN_PARTITIONS)
+    ][0]
+    cluster.kill(coordinator)
+    alive = ",".join(b.bootstrap for n, b in cluster.brokers.items() if n != coordinator)
+    wait_for(
+        lambda: (
+            partition_metadata(alive, "__transaction_state")[partition_for(txn_id, TXN_PARTITIONS)][0]
+            not in (coordinator, -1)
+        ),
+        60,
+        "a new transaction coordinator",
+    )
+    p.commit_transaction(120)
+    run(p, values("after"), False)
+
+    want = sorted(v for _, v in values("before") + values("during"))
+    assert sorted(read_all(alive, "read_committed", len(want), (TOPIC,))) == want

@@ -1,0 +1,1 @@
+"""Crash tests (marker ``crash``: `make test-crash`): brokers and clients SIGKILLed while they work."""

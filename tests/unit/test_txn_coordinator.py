@@ -1,0 +1,228 @@
+"""The transaction coordinator's state machine, with an in-memory log and marker writer.
+
+Kafka's rules (broker/txn/coordinator.py): epochs and fencing on
+InitProducerId, AddPartitionsToTxn and EndTxn checks, marker writing before
+CompleteCommit/CompleteAbort, replay of prepared transactions, timeouts,
+id expiry, DescribeTransactions and ListTransactions filters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from broker.txn.coordinator import TransactionCoordinator, TxnSettings
+from broker.txn.records import decode_key, decode_value
+from broker.txn.state import TxnState
+from protocol.errors import ErrorCode
+
+pytestmark = pytest.mark.timeout(30)
+
+TP = tuple[str, int]
+
+
+class MemoryTxnLog:
+    def __init__(self, partitions: int = 50) -> None:
+        self.partitions = partitions
+        self.records: dict[int, list[tuple[bytes, bytes | None]]] = defaultdict(list)
+        self.fail: ErrorCode | None = None
+
+    @property
+    def num_partitions(self) -> int:
+        return self.partitions
+
+    def coordinator_epoch(self, partition: int) -> int:
+        return 7
+
+    def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        return iter(list(self.records[partition]))
+
+    async def write(self, partition: int, key: bytes, value: bytes | None) -> ErrorCode:
+        await asyncio.sleep(0)
+        if self.fail is not None:
+            return self.fail
+        self.records[partition].append((key, value))
+        return ErrorCode.NONE
+
+    def states(self, txn_id: str) -> list[TxnState]:
+        return [
+            TxnState(decode_value(v).status)
+            for records in self.records.values()
+            for k, v in records
+            if v is not None and decode_key(k) == txn_id
+        ]
+
+
+class MemoryMarkers:
+    def __init__(self) -> None:
+        self.written: list[tuple[int, int, bool, int, frozenset[TP]]] = []
+        self.gate: asyncio.Event | None = None
+
+    async def write(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: frozenset[TP],
+        still_coordinator: Callable[[], bool],
+    ) -> None:
+        if self.gate is not None:
+            await self.gate.wait()
+        self.written.append((producer_id, producer_epoch, commit, coordinator_epoch, partitions))
+
+
+def make(log: MemoryTxnLog | None = None) -> tuple[TransactionCoordinator, MemoryTxnLog, MemoryMarkers]:
+    ids = iter(range(1000, 2000))
+    log = log or MemoryTxnLog()
+    markers = MemoryMarkers()
+    coordinator = TransactionCoordinator(TxnSettings(max_timeout_ms=60_000), log, markers, lambda: next(ids))
+    coordinator.load_all()
+    return coordinator, log, markers
+
+
+async def settle(c: TransactionCoordinator) -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+    await c.drain()
+
+
+async def test_init_gives_epoch_zero_then_bumps() -> None:
+    c, log, _ = make()
+    assert await c.init_producer_id("t", 10_000, None) == (ErrorCode.NONE, 1000, 0)
+    assert await c.init_producer_id("t", 10_000, None) == (ErrorCode.NONE, 1000, 1)
+    # KIP-360: the current producer bumps its own epoch; a retry of that bump gets the same answer
+    assert await c.init_producer_id("t", 10_000, (1000, 1)) == (ErrorCode.NONE, 1000, 2)
+    assert await c.init_producer_id("t", 10_000, (1000, 1)) == (ErrorCode.NONE, 1000, 2)
+    assert (await c.init_producer_id("t", 10_000, (1000, 0)))[0] == ErrorCode.PRODUCER_FENCED
+    assert (await c.init_producer_id("t", 10_000, (999, 2)))[0] == ErrorCode.PRODUCER_FENCED
+    assert log.states("t") == [TxnState.EMPTY] * 4
+
+
+async def test_init_validates_request() -> None:
+    c, _, _ = make()
+    assert (await c.init_producer_id("", 1000, None))[0] == ErrorCode.INVALID_REQUEST
+    assert (await c.init_producer_id("t", 60_001, None))[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    assert (await c.init_producer_id("t", 0, None))[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+
+
+async def test_failed_write_forgets_a_new_id() -> None:
+    c, log, _ = make()
+    log.fail = ErrorCode.KAFKA_STORAGE_ERROR
+    assert (await c.init_producer_id("t", 1000, None))[0] == ErrorCode.KAFKA_STORAGE_ERROR
+    assert c.describe("t")[0] == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+
+
+async def test_commit_writes_markers_then_completes() -> None:
+    c, log, markers = make()
+    _, pid, epoch = await c.init_producer_id("t", 10_000, None)
+    parts = frozenset({("a", 0), ("b", 3)})
+    assert await c.add_partitions("t", pid, epoch, parts) == ErrorCode.NONE
+    assert await c.add_partitions("t", pid, epoch, frozenset({("a", 0)})) == ErrorCode.NONE  # no write
+    assert await c.add_partitions("t", pid, epoch, frozenset({("c", 1)})) == ErrorCode.NONE
+    assert c.describe("t")[1].partitions == parts | {("c", 1)}  # type: ignore[union-attr]
+    assert await c.end_transaction("t", pid, epoch, True) == ErrorCode.NONE
+    await settle(c)
+    assert markers.written == [(pid, epoch, True, 7, parts | {("c", 1)})]
+    assert log.states("t") == [
+        TxnState.EMPTY,
+        TxnState.ONGOING,
+        TxnState.ONGOING,
+        TxnState.PREPARE_COMMIT,
+        TxnState.COMPLETE_COMMIT,
+    ]
+    # a retried EndTxn of the finished commit succeeds; an abort of it is illegal
+    assert await c.end_transaction("t", pid, epoch, True) == ErrorCode.NONE
+    assert await c.end_transaction("t", pid, epoch, False) == ErrorCode.INVALID_TXN_STATE
+
+
+async def test_requests_during_markers_are_concurrent() -> None:
+    c, _, markers = make()
+    markers.gate = asyncio.Event()
+    _, pid, epoch = await c.init_producer_id("t", 10_000, None)
+    await c.add_partitions("t", pid, epoch, frozenset({("a", 0)}))
+    assert await c.end_transaction("t", pid, epoch, False) == ErrorCode.NONE
+    assert await c.end_transaction("t", pid, epoch, False) == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert await c.add_partitions("t", pid, epoch, frozenset({("a", 1)})) == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert (await c.init_producer_id("t", 10_000, None))[0] == ErrorCode.CONCURRENT_TRANSACTIONS
+    markers.gate.set()
+    await settle(c)
+    assert c.describe("t")[1].state is TxnState.COMPLETE_ABORT  # type: ignore[union-attr]
+
+
+async def test_producer_checks() -> None:
+    c, _, _ = make()
+    _, pid, epoch = await c.init_producer_id("t", 10_000, None)
+    tp = frozenset({("a", 0)})
+    assert await c.add_partitions("t", pid + 1, epoch, tp) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert await c.add_partitions("t", pid, epoch + 1, tp) == ErrorCode.PRODUCER_FENCED
+    assert await c.add_partitions("nope", pid, epoch, tp) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert await c.end_transaction("t", pid, epoch, True) == ErrorCode.INVALID_TXN_STATE  # nothing open
+
+
+async def test_new_producer_fences_an_open_transaction() -> None:
+    c, _, markers = make()
+    _, pid, epoch = await c.init_producer_id("t", 10_000, None)
+    await c.add_partitions("t", pid, epoch, frozenset({("a", 0)}))
+    assert (await c.init_producer_id("t", 10_000, None))[0] == ErrorCode.CONCURRENT_TRANSACTIONS
+    await settle(c)
+    assert markers.written == [(pid, epoch + 1, False, 7, frozenset({("a", 0)}))]
+    assert await c.init_producer_id("t", 10_000, None) == (ErrorCode.NONE, pid, epoch + 2)
+    # the zombie can neither end nor extend its transaction
+    assert await c.end_transaction("t", pid, epoch, True) == ErrorCode.PRODUCER_FENCED
+    # nor come back with KIP-360 (the fence forgot its epoch)
+    assert (await c.init_producer_id("t", 10_000, (pid, epoch)))[0] == ErrorCode.PRODUCER_FENCED
+
+
+async def test_timed_out_transaction_is_aborted_with_a_bumped_epoch() -> None:
+    c, _, markers = make()
+    _, pid, epoch = await c.init_producer_id("t", 1_000, None)
+    await c.add_partitions("t", pid, epoch, frozenset({("a", 0)}))
+    start = c.describe("t")[1].start_ms  # type: ignore[union-attr]
+    assert await c.abort_timed_out(start + 999) == 0
+    assert await c.abort_timed_out(start + 1_001) == 1
+    await settle(c)
+    assert markers.written == [(pid, epoch + 1, False, 7, frozenset({("a", 0)}))]
+    assert await c.end_transaction("t", pid, epoch, False) == ErrorCode.PRODUCER_FENCED
+
+
+async def test_replay_completes_a_prepared_commit() -> None:
+    c, log, markers = make()
+    markers.gate = asyncio.Event()  # the "crash" happens before any marker is written
+    _, pid, epoch = await c.init_producer_id("t", 10_000, None)
+    await c.add_partitions("t", pid, epoch, frozenset({("a", 0)}))
+    await c.end_transaction("t", pid, epoch, True)
+    c.close()
+    restarted, _, markers2 = make(log)
+    await settle(restarted)
+    assert markers2.written == [(pid, epoch, True, 7, frozenset({("a", 0)}))]
+    assert restarted.describe("t")[1].state is TxnState.COMPLETE_COMMIT  # type: ignore[union-attr]
+
+
+async def test_ids_expire_and_list_filters() -> None:
+    c, log, _ = make()
+    for name in ("x1", "x2", "y1"):
+        await c.init_producer_id(name, 10_000, None)
+    _, pid, epoch = await c.init_producer_id("open", 10_000, None)
+    await c.add_partitions("open", pid, epoch, frozenset({("a", 0)}))
+    names = {t.transactional_id for t in c.list(set(), set())}
+    assert names == {"x1", "x2", "y1", "open"}
+    assert [t.transactional_id for t in c.list({"Ongoing"}, set())] == ["open"]
+    assert [t.transactional_id for t in c.list(set(), {pid})] == ["open"]
+    assert [t.transactional_id for t in c.list(set(), set(), min_duration_ms=0)] == ["open"]
+    far = c.describe("x1")[1].last_update_ms + c.settings.id_expiration_ms  # type: ignore[union-attr]
+    assert await c.expire_ids(far + 1) == 3  # the open one stays
+    assert c.describe("x1")[0] == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
+    restarted, _, _ = make(log)  # the tombstones are replayed too
+    assert {t.transactional_id for t in restarted.list(set(), set())} == {"open"}
+
+
+async def test_not_coordinator_after_resign() -> None:
+    c, _, _ = make()
+    await c.init_producer_id("t", 10_000, None)
+    c.resign(c.partition_for("t"))
+    assert c.describe("t")[0] == ErrorCode.NOT_COORDINATOR
+    assert (await c.init_producer_id("t", 10_000, None))[0] == ErrorCode.NOT_COORDINATOR
