@@ -7,17 +7,24 @@ replication factor 3. Then the coordinator of a transactional id is SIGKILLed
 while its transaction is open: the broker that takes over its
 `__transaction_state` partition replays the id and the producer's commit goes
 through there, with nothing committed lost and nothing aborted visible.
+Last, the coordinator dies between PrepareCommit and the markers (the only
+data partition's leader is paused, so the markers cannot be written): the
+broker taking over replays PrepareCommit and writes them once that leader is
+back, and the commit the producer was told of happens.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.groups.hashing import partition_for
+from client.admin import AdminClient as Admin
 from tests.cluster.helpers import create_topic, partition_metadata, wait_for
 from tests.cluster_process import QUIET, Cluster, ZooKeeperProcess, zookeeper_available
 from tests.compat.test_transactions import read_all
@@ -107,3 +114,53 @@ def test_coordinator_failover_keeps_the_open_transaction(cluster: Cluster) -> No
 
     want = sorted(v for _, v in values("before") + values("during"))
     assert sorted(read_all(alive, "read_committed", len(want), (TOPIC,))) == want
+
+
+def test_commit_completes_after_the_coordinator_dies_before_the_markers(cluster: Cluster) -> None:
+    # the coordinator of "prepared" is one broker; the data lives on another one only (RF 1)
+    txn_id = "prepared"
+    partition = partition_for(txn_id, TXN_PARTITIONS)
+    producer(cluster.bootstrap, "warm-up")  # creates __transaction_state
+    wait_for(
+        lambda: partition_metadata(cluster.bootstrap, "__transaction_state")[partition][0] >= 0,
+        30,
+        "a coordinator for the id",
+    )
+    coordinator = partition_metadata(cluster.bootstrap, "__transaction_state")[partition][0]
+    data_leader = next(n for n in cluster.brokers if n != coordinator)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
+    topic = NewTopic("one-home", 1, replica_assignment=[[data_leader]], config={"min.insync.replicas": "1"})
+    admin.create_topics([topic])["one-home"].result(30)
+    wait_for(lambda: partition_metadata(cluster.bootstrap, "one-home")[0][0] == data_leader, 30, "its leader")
+
+    p = producer(cluster.bootstrap, txn_id)
+    p.begin_transaction()
+    p.produce("one-home", b"prepared-then-orphaned", partition=0)
+    p.flush(60)
+    cluster.pause(data_leader)  # the markers cannot be written now
+    try:
+        # EndTxn is answered once PrepareCommit is durable; the producer then waits for the markers
+        committing = threading.Thread(target=p.commit_transaction, args=(120,))
+        committing.start()
+        reachable = ",".join(b.bootstrap for n, b in cluster.brokers.items() if n != data_leader)
+        with Admin(bootstrap_servers=reachable, request_timeout_ms=5000) as admin:
+            wait_for(
+                lambda: _state(admin, txn_id) == "PrepareCommit",
+                90,
+                "PrepareCommit, its markers held up by the paused leader",
+            )
+        cluster.kill(coordinator)
+    finally:
+        cluster.resume(data_leader)
+    committing.join(120)
+    assert not committing.is_alive()
+    alive = ",".join(b.bootstrap for n, b in cluster.brokers.items() if n != coordinator)
+    assert read_all(alive, "read_committed", 1, ("one-home",)) == [b"prepared-then-orphaned"]
+
+
+def _state(admin: Admin, txn_id: str) -> str | None:
+    try:
+        found = admin.describe_transactions([txn_id])[txn_id]
+    except Exception:
+        return None
+    return getattr(found, "state", None)
