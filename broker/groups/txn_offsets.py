@@ -57,6 +57,10 @@ class GroupTxnOffsets:
 
         def _touch(self, group: Group, member: Member) -> None: ...
 
+        def _validate_member(
+            self, group: Group, generation_id: int, member_id: str, group_instance_id: str | None
+        ) -> ErrorCode | None: ...
+
         def _accept(
             self, offsets: dict[TopicPartition, OffsetCommit], now: int, expire: int | None = None
         ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetValue]]: ...
@@ -114,23 +118,20 @@ class GroupTxnOffsets:
             if member.member_epoch != generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
             return None
-        if group.is_static_member_fenced(member_id, instance_id):
-            return ErrorCode.FENCED_INSTANCE_ID
-        if member_id not in group.members:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        self._touch(group, group.members[member_id])
-        return None
+        error = self._validate_member(group, generation_id, member_id, instance_id)
+        if error is None:
+            self._touch(group, group.members[member_id])
+        return error
 
     def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
         """The marker of ``producer_id`` was written on ``__consumer_offsets-<partition>``."""
         for group in self._groups.values():
-            pending = group.pending_txn_offsets.pop(producer_id, None)
-            if pending is None or self.partition_for(group.group_id) != partition:
-                if pending is not None:
-                    group.pending_txn_offsets[producer_id] = pending
+            if (
+                producer_id not in group.pending_txn_offsets
+                or self.partition_for(group.group_id) != partition
+            ):
                 continue
+            pending = group.pending_txn_offsets.pop(producer_id)
             if commit and not group.is_(GroupState.DEAD):
                 group.offsets.update(pending)
 

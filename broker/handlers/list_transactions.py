@@ -26,8 +26,6 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     unknown = sorted(s for s in wanted if TxnState.from_name(s) is None)
     duration = req.duration_filter if ctx.version >= 1 else -1
     txns = ctx.broker.transactions.list(wanted, set(req.producer_id_filters), duration)
-    if unknown and wanted == set(unknown):
-        txns = []
     return {
         "throttle_time_ms": 0,
         "error_code": 0,

@@ -245,13 +245,21 @@ class TransactionCoordinator:
         return txn.producer_epoch < 0 or expected[0] == txn.producer_id
 
     # -- AddPartitionsToTxn, AddOffsetsToTxn ------------------------------------------------
-    def _producer_error(
-        self, txn: TxnMetadata | None, producer_id: int, producer_epoch: int
-    ) -> ErrorCode | None:
+    @staticmethod
+    def _identity_error(txn: TxnMetadata | None, producer_id: int, producer_epoch: int) -> ErrorCode | None:
+        """INVALID_PRODUCER_ID_MAPPING / PRODUCER_FENCED unless the request names the id's producer and epoch."""
         if txn is None or txn.producer_id != producer_id:
             return ErrorCode.INVALID_PRODUCER_ID_MAPPING
         if txn.producer_epoch != producer_epoch:
             return ErrorCode.PRODUCER_FENCED
+        return None
+
+    def _producer_error(
+        self, txn: TxnMetadata | None, producer_id: int, producer_epoch: int
+    ) -> ErrorCode | None:
+        error = self._identity_error(txn, producer_id, producer_epoch)
+        if error is not None or txn is None:
+            return error
         if txn.busy or txn.state in PREPARING:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         return None
@@ -297,10 +305,9 @@ class TransactionCoordinator:
         in order and each applies once durable; the later one holds every partition of both."""
         pending = txn.pending_add
         assert pending is not None and pending.partitions is not None
-        if txn.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        if txn.producer_epoch != producer_epoch:
-            return ErrorCode.PRODUCER_FENCED
+        error = self._identity_error(txn, producer_id, producer_epoch)
+        if error is not None:
+            return error
         if partitions <= pending.partitions:
             await self._idle(txn)
             return ErrorCode.NONE if partitions <= txn.partitions else ErrorCode.CONCURRENT_TRANSACTIONS
@@ -345,10 +352,9 @@ class TransactionCoordinator:
         if txn is not None:
             await self._idle(txn)
             txn = self._txns.get(transactional_id)
-        if txn is None or txn.producer_id != producer_id:
-            return ErrorCode.INVALID_PRODUCER_ID_MAPPING
-        if txn.producer_epoch != producer_epoch:
-            return ErrorCode.PRODUCER_FENCED
+        error = self._identity_error(txn, producer_id, producer_epoch)
+        if error is not None or txn is None:
+            return error
         if txn.busy:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         state = txn.state

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from broker.groups.store import OFFSETS_TOPIC
@@ -141,18 +141,16 @@ class MarkerWriter:
                 else:
                     by_leader.setdefault(topic.partitions[tp[1]].leader, []).append(tp)
             pending.difference_update(by_leader.pop(-2, []))
-            results: dict[TopicPartition, ErrorCode] = {}
             local = by_leader.pop(self._replicas.node_id, [])
-            jobs: list[Any] = [
-                self._remote(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch, results)
-                for leader, tps in by_leader.items()
-                if leader >= 0
+            marker = (producer_id, producer_epoch, commit, coordinator_epoch)
+            jobs: list[Coroutine[Any, Any, dict[TopicPartition, ErrorCode]]] = [
+                self._remote(leader, tps, *marker) for leader, tps in by_leader.items() if leader >= 0
             ]
             if local:
-                jobs.append(
-                    self._local(local, producer_id, producer_epoch, commit, coordinator_epoch, results)
-                )
-            await asyncio.gather(*jobs)
+                jobs.append(write_local(self._replicas, self._group_commit, self._groups, local, *marker))
+            results: dict[TopicPartition, ErrorCode] = {}
+            for answer in await asyncio.gather(*jobs):
+                results.update(answer)
             for tp, code in results.items():
                 if code in GIVE_UP:
                     if code != ErrorCode.NONE:
@@ -160,28 +158,6 @@ class MarkerWriter:
                     pending.discard(tp)
             if pending:
                 await asyncio.sleep(RETRY_BACKOFF_S)
-
-    async def _local(
-        self,
-        tps: list[TopicPartition],
-        producer_id: int,
-        producer_epoch: int,
-        commit: bool,
-        coordinator_epoch: int,
-        results: dict[TopicPartition, ErrorCode],
-    ) -> None:
-        results.update(
-            await write_local(
-                self._replicas,
-                self._group_commit,
-                self._groups,
-                tps,
-                producer_id,
-                producer_epoch,
-                commit,
-                coordinator_epoch,
-            )
-        )
 
     async def _remote(
         self,
@@ -191,8 +167,8 @@ class MarkerWriter:
         producer_epoch: int,
         commit: bool,
         coordinator_epoch: int,
-        results: dict[TopicPartition, ErrorCode],
-    ) -> None:
+    ) -> dict[TopicPartition, ErrorCode]:
+        """The leader's answer per partition; none for them if it could not be asked (retried later)."""
         topics: dict[str, list[int]] = {}
         for topic, p in tps:
             topics.setdefault(topic, []).append(p)
@@ -214,11 +190,13 @@ class MarkerWriter:
             except (OSError, TimeoutError, ConnectionError, KafkaError) as exc:
                 log.info("WriteTxnMarkers to broker %d failed: %s", leader, exc)
                 self._drop_link(leader)
-                return
-        for marker in response.markers:
-            for topic in marker.topics:
-                for p in topic.partitions:
-                    results[(topic.name, p.partition_index)] = ErrorCode(p.error_code)
+                return {}
+        return {
+            (topic.name, p.partition_index): ErrorCode(p.error_code)
+            for marker in response.markers
+            for topic in marker.topics
+            for p in topic.partitions
+        }
 
     async def _request(self, node_id: int, body: dict[str, Any]) -> Any:
         link = self._links.get(node_id)
