@@ -69,6 +69,13 @@ APIS = (
     "ListTransactions",
     "ConsumerGroupHeartbeat",
     "ConsumerGroupDescribe",
+    "DescribeAcls",
+    "CreateAcls",
+    "DeleteAcls",
+    "DescribeClientQuotas",
+    "AlterClientQuotas",
+    "DescribeUserScramCredentials",
+    "AlterUserScramCredentials",
 )
 
 _OUT = Path(__file__).resolve().parent

@@ -97,6 +97,8 @@ LEGACY_WRONG = {
         0,
         "request",
     ): "kafka.protocol.old's DescribeLogDirsRequest_v0 has partitions as one INT32, not an array",
+    (29, 2, "request"): "kafka.protocol.old's DescribeAclsRequest_v2 reuses v1's schema (v2 is flexible)",
+    (29, 2, "response"): "kafka.protocol.old's DescribeAclsResponse_v2 reuses v1's schema (v2 is flexible)",
 }
 # kafka-python names every authorized-operations bitfield "authorized_operations".
 _THEIR_NAMES = {
