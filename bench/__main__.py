@@ -17,7 +17,9 @@ Suites (`--suites`, default all), each printing its own table:
 - `versions` (bench/versions.py): Produce and Fetch requests/s at Kafka 4's
   newest versions beside the old ones;
 - `transactions` (bench/transactions.py): transactional produce beside
-  idempotent produce, read_committed consume beside read_uncommitted.
+  idempotent produce, read_committed consume beside read_uncommitted;
+- `security` (bench/security.py): kcat over SASL_SSL beside PLAINTEXT, and
+  produce with 10,000 ACLs beside no authorizer.
 
 `--quick` runs the broker suite with fewer records per cell. Shared, noisy
 machines: the ratios are the result, not the absolute figures.
@@ -38,8 +40,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer records per broker-suite cell")
     ap.add_argument(
         "--suites",
-        default="broker,groups,storage,client,spark,cluster,versions,transactions",
-        help="comma-separated: broker, groups, storage, client, spark, cluster, versions, transactions",
+        default="broker,groups,storage,client,spark,cluster,versions,transactions,security",
+        help="comma-separated: broker, groups, storage, client, spark, cluster, versions, transactions,"
+        " security",
     )
     args = ap.parse_args()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]

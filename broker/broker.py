@@ -31,6 +31,7 @@ from broker.groups.store import OFFSETS_TOPIC, offsets_topic_configs
 from broker.log_tasks import LogTasks
 from broker.producer_state import BlockProducerIds, ProducerIdAllocator
 from broker.replica import ReplicaManager
+from broker.security.broker_security import BrokerSecurity
 from broker.txn import Transactions
 from broker.txn.log import TXN_TOPIC
 from storage.config import LogConfig
@@ -87,7 +88,11 @@ class Broker:
         self.node_id = config.node_id
         self.data_dir = config.data_dir
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.security = BrokerSecurity(
+            config, self.data_dir
+        )  # first: its config errors come before ZooKeeper
         session = _connect_zookeeper(config, self)
+        self.security.zk = session
         cluster_id = None
         if session is not None:
             from broker.cluster.zk.admin import ensure_cluster_id
@@ -153,7 +158,9 @@ class Broker:
             self.producer_ids,
             local=session is None,
         )
+        self.transactions.marker_writer.link_security = self.security.link_security
         if session is not None:
+            self.cluster.fetchers.link_security = self.security.link_security
             self.cluster.leadership_changed.append(self._coordinator_leadership)
 
     def _coordinator_leadership(self, topic: str, partition: int, leads: bool) -> None:
@@ -185,7 +192,8 @@ class Broker:
             for lst in self._listeners
         )
         _, host, port = endpoints[0]
-        return BrokerNode(self.node_id, host, port, None, endpoints)
+        protocols = tuple((lst.name, lst.protocol) for lst in self._listeners)
+        return BrokerNode(self.node_id, host, port, None, endpoints, protocols)
 
     def advertise(self, bound: dict[str, int]) -> None:
         """Tell clients the bound ports (the server calls this once its listening sockets are bound)."""

@@ -111,6 +111,9 @@ commands:
   consume       print the records of a topic
   groups        list|describe|lag|delete consumer groups, reset-offsets
   transactions  list|describe transactional ids and their open transactions
+  users         list|add|delete the SCRAM credentials of users
+  acls          add|list|remove ACLs (with kafka-acls' options)
+  quotas        list|set|delete client quotas of users and client-ids (like kafka-configs)
   perf          produce|consume throughput tests
 (client commands take --bootstrap-server HOST:PORT, default localhost:9092; see minikafka COMMAND --help)"""
 
@@ -126,7 +129,17 @@ def main(argv: list[str] | None = None) -> int:
         from storage.dump import main as dump_log
 
         return dump_log(argv[1:])
-    if argv[0] in ("topics", "produce", "consume", "groups", "transactions", "perf"):
+    if argv[0] in (
+        "topics",
+        "produce",
+        "consume",
+        "groups",
+        "transactions",
+        "perf",
+        "users",
+        "acls",
+        "quotas",
+    ):
         from client.cli import main as client_main  # lazy: the broker never imports the client
 
         return client_main(argv)

@@ -105,6 +105,29 @@ def _cleanup_policy(v: str) -> str:
     return ",".join(parts)
 
 
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_AUTHORIZERS = (
+    "kafka.security.authorizer.AclAuthorizer",
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "kafka.security.auth.SimpleAclAuthorizer",
+)
+
+
+def _mechanisms(v: str) -> str:
+    names = [m.strip().upper() for m in v.split(",") if m.strip()]
+    unknown = [m for m in names if m not in SASL_MECHANISMS]
+    if unknown or not names:
+        raise ValueError(f"minikafka supports the SASL mechanisms {', '.join(SASL_MECHANISMS)}")
+    return ",".join(names)
+
+
+def _authorizer(v: str) -> str:
+    s = v.strip()
+    if s and s not in _AUTHORIZERS:
+        raise ValueError(f"expected empty (no authorizer) or one of {', '.join(_AUTHORIZERS)}")
+    return s
+
+
 @dataclass(frozen=True)
 class Key:
     name: str
@@ -245,12 +268,48 @@ KEYS: dict[str, Key] = {
             604800000,
             "a transactional id idle this long is forgotten",
         ),
+        Key("super.users", _str, "", "principals allowed everything, e.g. User:admin;User:ops"),
+        Key(
+            "authorizer.class.name", _authorizer, "", "set (to Kafka's authorizer class names) to check ACLs"
+        ),
+        Key(
+            "allow.everyone.if.no.acl.found",
+            _bool,
+            False,
+            "with the authorizer on: allow access to resources that have no ACL",
+        ),
+        Key(
+            "sasl.enabled.mechanisms",
+            _mechanisms,
+            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "SASL mechanisms of SASL listeners (listener.name.<l>.sasl.enabled.mechanisms per listener)",
+        ),
+        Key(
+            "sasl.mechanism.inter.broker.protocol",
+            _mechanisms,
+            "PLAIN",
+            "mechanism brokers authenticate to each other with on a SASL inter-broker listener",
+        ),
+        Key(
+            "connection.failed.authentication.delay.ms",
+            _int,
+            100,
+            "wait before closing a connection whose authentication failed",
+        ),
+        Key(
+            "connections.max.reauth.ms",
+            _int,
+            0,
+            "SASL sessions last this long, then clients re-authenticate (0: forever)",
+        ),
         Key(
             "transaction.remove.expired.transaction.cleanup.interval.ms",
             _int,
             3600000,
             "how often expired transactional ids are removed",
         ),
+        Key("quota.window.num", _int, 11, "samples a client quota's rate is measured over (at least 1)"),
+        Key("quota.window.size.seconds", _int, 1, "time span of each client quota sample (at least 1)"),
     )
 }
 
@@ -258,6 +317,11 @@ KEYS: dict[str, Key] = {
 def env_name(key: str) -> str:
     return "MINIKAFKA_" + key.upper().replace(".", "_")
 
+
+# Security keys that environment variables may set too (listener-prefixed ones come from files only).
+_ENV_SECURITY_KEYS = tuple(
+    sorted(k for k in KAFKA_BROKER_KEYS if k.startswith(("ssl.", "sasl.")) and k not in KEYS)
+)
 
 # Kafka keys minikafka reads but maps onto its own (listener selection, data directory).
 MAPPED_KEYS = frozenset(
@@ -285,6 +349,7 @@ class ServedListener:
     port: int  # 0: any free port
     advertised_host: str
     advertised_port: int  # 0: the bound port
+    protocol: str = "PLAINTEXT"  # PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
 
 
 @dataclass(slots=True)
@@ -292,7 +357,12 @@ class _Listeners:
     """What `listeners` said beyond the first listener (which lives in host/port/advertised.*)."""
 
     first_name: str = "PLAINTEXT"
+    first_protocol: str = "PLAINTEXT"
     more: tuple[ServedListener, ...] = ()
+
+
+SECURITY_PREFIXES = ("ssl.", "sasl.", "listener.name.")
+"""Kafka keys kept verbatim (`BrokerConfig.security_values`) for the listeners' TLS and SASL settings."""
 
 
 class BrokerConfig:
@@ -308,11 +378,17 @@ class BrokerConfig:
         sources: dict[str, str],
         ignored: dict[str, str] | None = None,
         listeners: _Listeners | None = None,
+        security_values: dict[str, str] | None = None,
     ) -> None:
         self.values = values
         self.sources = sources
-        self.ignored = ignored or {}
         self._listeners = listeners or _Listeners()
+        # ssl.*, sasl.* and listener.name.* keys as given (broker/security/listener.py reads them).
+        self.security_values = security_values or {}
+        secured = any(lst.protocol != "PLAINTEXT" for lst in self.served_listeners())
+        self.ignored = {
+            k: src for k, src in (ignored or {}).items() if not (secured and k.startswith(SECURITY_PREFIXES))
+        }
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -337,6 +413,7 @@ class BrokerConfig:
             int(self.values["port"]),
             self.advertised_host,
             int(self.values["advertised.port"]),
+            self._listeners.first_protocol,
         )
         return [first, *self._listeners.more]
 
@@ -361,6 +438,7 @@ class BrokerConfig:
         sources = {k.name: "default" for k in KEYS.values()}
         mapped: dict[str, tuple[str, str]] = {}  # Kafka key -> (raw value, source)
         ignored: dict[str, str] = {}
+        security_values: dict[str, str] = {}
         listeners = _Listeners()
 
         def apply(key: str, raw: Any, source: str) -> None:
@@ -370,6 +448,8 @@ class BrokerConfig:
             if key not in KEYS:
                 if is_kafka_key(key):
                     ignored[key] = source
+                    if key.startswith(SECURITY_PREFIXES):
+                        security_values[key] = str(raw)
                     return
                 raise ConfigError(f"unknown configuration key {key!r} (from {source}){_suggestion(key)}")
             try:
@@ -396,7 +476,7 @@ class BrokerConfig:
                 apply(key, raw, str(file))
             _resolve(mapped, apply, listeners)
         mapped.clear()
-        for key in (*KEYS, *sorted(MAPPED_KEYS)):
+        for key in (*KEYS, *sorted(MAPPED_KEYS), *_ENV_SECURITY_KEYS):
             name = env_name(key)
             if env is not None and name in env:
                 apply(key, env[name], f"env {name}")
@@ -404,7 +484,7 @@ class BrokerConfig:
         for key, value in (overrides or {}).items():
             if value is not None:
                 apply(key, value, "command line")
-        config = cls(values, sources, ignored, listeners)
+        config = cls(values, sources, ignored, listeners, security_values)
         names = [lst.name for lst in config.served_listeners()]
         if config.inter_broker_listener not in names:
             raise ConfigError(
@@ -460,7 +540,8 @@ def _apply_mapped(
         for n in mapped.get("controller.listener.names", ("", ""))[0].split(",")
         if n.strip()
     }
-    served = client_listeners(parse_listeners(raw, "listeners"), controllers, protocols)
+    served_with = client_listeners(parse_listeners(raw, "listeners"), controllers, protocols)
+    served = [lst for lst, _ in served_with]
     if len({lst.name for lst in served}) < len(served):
         raise PropertiesError("listeners: each listener needs a name of its own")
     advertised = {
@@ -475,12 +556,18 @@ def _apply_mapped(
         apply("advertised.host", advertised[chosen.name].host, adv_source)
         apply("advertised.port", str(advertised[chosen.name].port), adv_source)
     more = []
-    for lst in served[1:]:
+    for lst, protocol in served_with[1:]:
         adv = advertised.get(lst.name)
         host = lst.host or "0.0.0.0"
         more.append(
             ServedListener(
-                lst.name, host, lst.port, (adv.host if adv else "") or host, adv.port if adv else 0
+                lst.name,
+                host,
+                lst.port,
+                (adv.host if adv else "") or host,
+                adv.port if adv else 0,
+                protocol,
             )
         )
-    listeners.first_name, listeners.more = chosen.name, tuple(more)
+    listeners.first_name, listeners.first_protocol = chosen.name, served_with[0][1]
+    listeners.more = tuple(more)

@@ -25,11 +25,25 @@ frame and from the frame into the page cache, and by nothing else.
 Flow control: reading pauses while more than `queued.max.requests` responses
 are outstanding or while the transport's write buffer is above its high-water
 mark (a slow reader cannot grow broker memory), and resumes when both drain.
+Client quotas (broker/security/quotas.py): a request that puts its client over
+a quota is answered at once with ``throttle_time_ms``, then reading pauses for
+that long (KIP-219); nothing is measured while no quota is configured.
 
-Limits: a connection beyond `max.connections` (or `max.connections.per.ip`
-from one address) is closed as soon as it is accepted; a connection with
-nothing in flight that has sent nothing for `connections.max.idle.ms` is
-closed (so is a client that sends part of a frame and stalls).
+Security (broker/security/session.py): each connection has a `Session`, its
+principal and authentication state. On a SASL listener only ApiVersions,
+SaslHandshake and SaslAuthenticate are served until the client has
+authenticated (anything else closes the connection), and after a SaslHandshake
+v0 the frames are bare SASL tokens. An answer after which Kafka closes the
+connection (a failed authentication, an unsupported mechanism) is written, the
+requests behind it are dropped, and the connection closes. On an SSL listener
+the principal comes from the client's certificate.
+
+Limits: before a SASL client has authenticated, a frame above 512 KiB closes
+the connection (Kafka's ``sasl.server.max.receive.size``); a connection beyond
+`max.connections` (or `max.connections.per.ip` from one address) is closed as
+soon as it is accepted; a connection with nothing in flight that has sent
+nothing for `connections.max.idle.ms` is closed (so is a client that sends
+part of a frame and stalls).
 
 A handler that fails unexpectedly is logged with its traceback and its request
 is answered with UNKNOWN_SERVER_ERROR when the API has a top-level error code;
@@ -49,6 +63,9 @@ from typing import TYPE_CHECKING, Any
 from broker import registry
 from broker.context import RequestContext
 from broker.frame_pool import new_buffer
+from broker.security.mechanisms import SaslAuthenticationError
+from broker.security.session import Session
+from broker.security.tls import peer_principal
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.headers import (
     API_VERSIONS_KEY,
@@ -74,6 +91,8 @@ DIRECT_FRAME_BYTES = 64 * 1024
 """Frames at least this large are read straight into a buffer of their own."""
 READ_BUFFER_BYTES = 256 * 1024
 """Size of the reusable read buffer that small frames arrive in."""
+SASL_MAX_RECEIVE_BYTES = 524288
+"""Largest frame before SASL authentication completes (Kafka's ``sasl.server.max.receive.size``)."""
 
 
 def _is_produce(frame: memoryview) -> bool:
@@ -117,6 +136,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.ip = "?"
         self._idle_s = int(broker.config["connections.max.idle.ms"]) / 1000
         self._idle_timer: asyncio.TimerHandle | None = None
+        self.session: Session = broker.security.session(listener, "?")
+        self._ending: str | None = None  # close once the queued answers are written, reading nothing more
+        self._throttle_timer: asyncio.TimerHandle | None = None  # muted by a client quota until it fires
 
     # -- asyncio.Protocol -------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -134,6 +156,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.close(f"max.connections.per.ip ({limit}) reached for {self.ip}")
             return
         connections.add(self)
+        self.session = self.broker.security.session(self.listener, self.ip)
+        security = self.session.security
+        if security.mapper is not None and not security.sasl:
+            ssl_object = transport.get_extra_info("ssl_object")
+            if ssl_object is not None:
+                try:
+                    self.session.principal = peer_principal(ssl_object, security.mapper)
+                except LookupError as exc:  # no ssl.principal.mapping.rules rule applies: Kafka refuses
+                    self.close(f"TLS client refused: {exc}")
+                    return
         self._idle_timer = asyncio.get_running_loop().call_later(self._idle_s, self._check_idle)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -141,6 +173,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.broker.connections.discard(self)
         if self._idle_timer is not None:
             self._idle_timer.cancel()
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
         for task in list(self._tasks):
             task.cancel()
 
@@ -195,10 +229,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         buf = self._buf
         pos = self._start
         end = self._end
-        while not self._closing and not self._read_paused and end - pos >= 4:
+        while not self._closing and self._ending is None and not self._read_paused and end - pos >= 4:
             (size,) = _I32.unpack_from(buf, pos)
-            if size <= 0 or size > self._max_frame:
-                self.close(f"frame size {size} outside 1..{self._max_frame}")
+            limit = self._max_frame if self.session.authenticated else SASL_MAX_RECEIVE_BYTES
+            if size <= 0 or size > limit:
+                self.close(f"frame size {size} outside 1..{limit}")
                 return
             have = end - pos - 4
             if have < size:
@@ -235,6 +270,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     # -- dispatch ---------------------------------------------------------
     def _handle_frame(self, frame: bytes | bytearray | memoryview) -> None:
+        session = self.session
+        if session.raw_tokens:
+            self._handle_raw_token(bytes(frame))
+            return
         try:
             header = parse_request_header(frame)
         except ProtocolError as exc:
@@ -243,6 +282,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         handler = registry.HANDLERS.get(header.api_key)
         if handler is None:
             self.close(f"unknown api key {header.api_key}")
+            return
+        if not session.admits(header.api_key):
+            why = "its SASL session expired" if session.authenticated else "it authenticated"
+            self.close(f"api {header.api_key} before {why}")
             return
         if not handler.serves(header.api_version):
             if header.api_key == API_VERSIONS_KEY:
@@ -255,7 +298,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         except ProtocolError as exc:
             self.close(f"malformed request api {header.api_key} v{header.api_version}: {exc}")
             return
-        ctx = RequestContext(self.broker, header, self.peer, self.listener)
+        ctx = RequestContext(self.broker, header, self.peer, self.listener, session)
         started = time.perf_counter()
         try:
             result = handler.fn(ctx, request)
@@ -263,6 +306,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             result = self._internal_error(header)
             if result is None:
                 return
+        quotas = self.broker.security.quotas
+        if quotas.enabled:  # client quotas: request_percentage (throttle times are applied below)
+            result = quotas.after_request(ctx, request, result, started)
         if inspect.isawaitable(result):
             slot = _Slot()
             self._slots.append(slot)
@@ -274,6 +320,28 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self.broker.metrics.observe(header.api_key, header.api_version, started, result)
             if result is not None:
                 self._emit(self._encode(header, result))
+        if session.throttle_ms:
+            self._throttle()
+        if session.close_after_response:
+            self._end_after_answers("authentication failed or ended")
+
+    def _handle_raw_token(self, token: bytes) -> None:
+        """A bare SASL token after SaslHandshake v0: answered as ``INT32 size`` + token; a failure closes."""
+        try:
+            answer = self.session.step(token)
+        except SaslAuthenticationError as exc:
+            delay = self.broker.security.failed_auth_delay_s
+            self._ending = f"SASL authentication failed: {exc}"
+            asyncio.get_running_loop().call_later(delay, self.close, self._ending)
+            return
+        self._emit([_I32.pack(len(answer)) + answer])
+
+    def _end_after_answers(self, reason: str) -> None:
+        """Read nothing more; close once every queued answer is written."""
+        if self._ending is None:
+            self._ending = reason
+        if not self._slots:
+            self.close(reason)
 
     async def _complete(self, slot: _Slot, header: RequestHeader, pending: Any, started: float) -> None:
         try:
@@ -289,6 +357,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         slot.data = None if result is None else self._encode(header, result)
         slot.done = True
         self._flush_slots()
+        if self.session.throttle_ms:
+            self._throttle()
+        if self.session.close_after_response:
+            self._end_after_answers("authentication failed or ended")
 
     def _internal_error(self, header: RequestHeader) -> dict[str, Any] | None:
         """Log the failure with its traceback; the UNKNOWN_SERVER_ERROR answer, or None after closing."""
@@ -343,12 +415,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
             data = slots.popleft().data
             if data is not None and self.transport is not None and not self._closing:
                 self.transport.writelines(data)
+        if self._ending is not None and not slots:
+            self.close(self._ending)
+            return
         self._update_reading()
 
     def _update_reading(self) -> None:
         if self.transport is None or self._closing:
             return
-        should_pause = self._write_paused or len(self._slots) >= self._max_queued
+        should_pause = (
+            self._write_paused or len(self._slots) >= self._max_queued or self._throttle_timer is not None
+        )
         if should_pause and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
@@ -357,6 +434,26 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.transport.resume_reading()
             if self._end - self._start >= 4:
                 asyncio.get_running_loop().call_soon(self._process_buffer)
+
+    def _throttle(self) -> None:
+        """Client quotas (KIP-219): the answer is out; read nothing more from this client for
+        ``session.throttle_ms`` (a longer throttle already running is kept)."""
+        ms = self.session.throttle_ms
+        self.session.throttle_ms = 0
+        if self._closing:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + ms / 1000
+        if self._throttle_timer is not None:
+            if self._throttle_timer.when() >= until:
+                return
+            self._throttle_timer.cancel()
+        self._throttle_timer = loop.call_at(until, self._end_throttle)
+        self._update_reading()
+
+    def _end_throttle(self) -> None:
+        self._throttle_timer = None
+        self._update_reading()
 
     def close(self, reason: str | None = None) -> None:
         if self._closing:

@@ -16,9 +16,9 @@ Java properties (java.util.Properties.load):
 Listeners (``listeners``, ``advertised.listeners``): comma-separated
 ``NAME://host:port`` entries; an empty host means every interface, ``[::1]``
 brackets an IPv6 address. `client_listeners` picks the ones minikafka serves:
-those that are not controller listeners (``controller.listener.names``) and
-whose security protocol (``listener.security.protocol.map``, else the name
-itself) is PLAINTEXT, in the order given.
+those that are not controller listeners (``controller.listener.names``), in
+the order given, each with its security protocol (``listener.security.protocol.map``,
+else the name itself): PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
 """
 
 from __future__ import annotations
@@ -134,17 +134,25 @@ def parse_protocol_map(value: str) -> dict[str, str]:
     return out
 
 
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
 def client_listeners(
     listeners: list[Listener], controller_names: set[str], protocols: dict[str, str]
-) -> list[Listener]:
-    """The listeners minikafka serves clients on (see the module docstring); PropertiesError if none fits."""
-    served = [
-        listener
-        for listener in listeners
-        if listener.name not in controller_names
-        and protocols.get(listener.name, listener.name) == "PLAINTEXT"
-    ]
+) -> list[tuple[Listener, str]]:
+    """The listeners minikafka serves clients on, each with its security protocol (see the module
+    docstring); PropertiesError for an unknown protocol or when none is left."""
+    served = []
+    for listener in listeners:
+        if listener.name in controller_names:
+            continue
+        protocol = protocols.get(listener.name, listener.name)
+        if protocol not in SECURITY_PROTOCOLS:
+            raise PropertiesError(
+                f"listeners: {listener.name} has security protocol {protocol!r}; expected one of"
+                f" {', '.join(SECURITY_PROTOCOLS)} (set it in listener.security.protocol.map)"
+            )
+        served.append((listener, protocol))
     if served:
         return served
-    names = ", ".join(f"{lst.name}({protocols.get(lst.name, lst.name)})" for lst in listeners) or "none"
-    raise PropertiesError(f"listeners: minikafka serves a PLAINTEXT client listener; these are {names}")
+    raise PropertiesError("listeners: every listener is a controller listener; minikafka needs a client one")

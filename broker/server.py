@@ -48,6 +48,7 @@ class BrokerServer:
             broker.metrics = BrokerMetrics(broker)
             broker.metrics.serve(self.config["metrics.host"], metrics_port)
             log.info("metrics on http://%s:%d/metrics", self.config["metrics.host"], metrics_port)
+        await broker.security.start()  # credentials and ACLs loaded before any client is served
         bound = {}
         for listener in self.config.served_listeners():
             server = await loop.create_server(
@@ -56,10 +57,17 @@ class BrokerServer:
                 port=listener.port,
                 reuse_address=True,
                 backlog=1024,
+                ssl=broker.security.ssl_context(listener.name),
             )
             self._servers.append(server)
             bound[listener.name] = server.sockets[0].getsockname()[1]
-            log.info("listener %s on %s:%d", listener.name, listener.host, bound[listener.name])
+            log.info(
+                "listener %s (%s) on %s:%d",
+                listener.name,
+                listener.protocol,
+                listener.host,
+                bound[listener.name],
+            )
         self.port = next(iter(bound.values()))
         broker.advertise(bound)  # what Metadata tells clients
         await broker.cluster.start()
@@ -94,6 +102,7 @@ class BrokerServer:
             conn.close()
         await asyncio.sleep(0)
         await broker.cluster.stop()
+        await broker.security.stop()
         await broker.log_tasks.stop()
         if broker.metrics is not None:
             broker.metrics.close()

@@ -17,6 +17,7 @@ names (``{"bootstrap.servers": "localhost:9092"}`` or ``bootstrap_servers=...``)
 from client.admin import AdminClient, AIOAdminClient, ConfigEntry, GroupDescription, NewTopic, PartitionLag
 from client.consumer import AIOConsumer, Consumer, ConsumerRebalanceListener, ConsumerRecords
 from client.errors import (
+    AuthenticationError,
     ClientClosedError,
     CommitFailedError,
     ConfigError,
@@ -48,6 +49,7 @@ __all__ = [
     "AIOConsumer",
     "AIOProducer",
     "AdminClient",
+    "AuthenticationError",
     "ClientClosedError",
     "CommitFailedError",
     "ConfigEntry",

@@ -23,7 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client._loop import LoopThread
+from client.admin_acls import AclAdmin
+from client.admin_quotas import QuotaAdmin
 from client.admin_transactions import TransactionAdmin
+from client.admin_users import UserAdmin
 from client.assignors import decode_assignment
 from client.cluster import Cluster, list_offsets_body
 from client.config import admin_config
@@ -121,10 +124,13 @@ class PartitionLag:
     host: str = ""
 
 
-class AIOAdminClient(TransactionAdmin):
+class AIOAdminClient(TransactionAdmin, UserAdmin, AclAdmin, QuotaAdmin):
     """Asyncio admin client; ``await start()`` (or ``async with``) first.
 
     Transactions: `list_transactions`, `describe_transactions` (`client.admin_transactions`).
+    SCRAM users: `describe_user_scram_credentials`, `alter_user_scram_credentials` (`client.admin_users`).
+    Client quotas: `describe_client_quotas`, `alter_client_quotas` (`client.admin_quotas`).
+    ACLs: `create_acls`, `describe_acls`, `delete_acls` (`client.admin_acls`).
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:

@@ -1,4 +1,5 @@
-"""The client commands of ``minikafka``: topics, produce, consume, groups, perf, transactions.
+"""The client commands of ``minikafka``: topics, produce, consume, groups, perf, transactions, users, acls,
+quotas.
 
 `broker.cli.main` hands these commands to `main` here. Every command takes
 ``--bootstrap-server HOST:PORT`` (default localhost:9092), prints tables for
@@ -25,17 +26,20 @@ from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
 from client.admin import TOPIC, AdminClient, NewTopic
-from client.cli_support import CliError, emit_json, table
+from client.cli_acls import add_acls_parser, cmd_acls
+from client.cli_quotas import add_quotas_parser, cmd_quotas
+from client.cli_support import CliError, command_config, emit_json, table
 from client.cli_support import add_common as _common
 from client.cli_support import admin_client as _admin
 from client.cli_transactions import add_transactions_parser, cmd_transactions
+from client.cli_users import add_users_parser, cmd_users
 from client.consumer import Consumer
 from client.errors import KafkaError, KafkaResponseError
 from client.producer import Producer
 from client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from protocol.errors import ErrorCode
 
-COMMANDS = ("topics", "produce", "consume", "groups", "perf", "transactions")
+COMMANDS = ("topics", "produce", "consume", "groups", "perf", "transactions", "users", "acls", "quotas")
 
 
 # -- output helpers (the shared ones are in client.cli_support) ------------------------------------
@@ -222,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_transactions_parser(sub)
+    add_users_parser(sub)
+    add_acls_parser(sub)
+    add_quotas_parser(sub)
     return parser
 
 
@@ -390,7 +397,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 
 def _client_props(args: argparse.Namespace) -> dict[str, str]:
-    return dict(parse_kv(args.property, "--property"))
+    return {**command_config(args), **dict(parse_kv(args.property, "--property"))}
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
@@ -987,6 +994,9 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "groups": cmd_groups,
     "perf": cmd_perf,
     "transactions": cmd_transactions,
+    "users": cmd_users,
+    "acls": cmd_acls,
+    "quotas": cmd_quotas,
 }
 
 

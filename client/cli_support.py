@@ -59,13 +59,44 @@ def add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
     p.add_argument(
         "--timeout-ms", type=int, default=30000, help="timeout of each admin request (default 30000)"
     )
+    p.add_argument(
+        "--command-config",
+        metavar="FILE",
+        default=os.environ.get("MINIKAFKA_COMMAND_CONFIG"),
+        help="client properties file (security.protocol, sasl.*, ssl.*), as Kafka's tools take it",
+    )
     if json_flag:
         p.add_argument("--json", action="store_true", help="machine-readable JSON output")
 
 
+def command_config(args: argparse.Namespace) -> dict[str, str]:
+    """The ``--command-config`` file's ``key=value`` lines (``#``/``!`` comments), or {}."""
+    path = getattr(args, "command_config", None)
+    if not path:
+        return {}
+    try:
+        text = open(path, encoding="utf-8").read()  # noqa: SIM115
+    except OSError as exc:
+        raise CliError(f"cannot read --command-config {path}: {exc.strerror}") from None
+    out = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise CliError(f"{path}:{number}: expected key=value, got {line!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
 def admin_client(args: argparse.Namespace) -> AdminClient:
     """An admin client for ``args.bootstrap_server`` that has reached a broker once (else it raises)."""
-    admin = AdminClient(bootstrap_servers=args.bootstrap_server, default_api_timeout_ms=args.timeout_ms)
+    admin = AdminClient(
+        command_config(args),
+        bootstrap_servers=args.bootstrap_server,
+        default_api_timeout_ms=args.timeout_ms,
+    )
     try:
         admin.check_connection()
     except BaseException:

@@ -35,6 +35,7 @@ from client.errors import (
     KafkaTimeoutError,
     error_for,
 )
+from client.security import ClientSecurity
 from client.types import BrokerInfo, PartitionInfo, TopicInfo, TopicPartition
 from protocol.errors import ErrorCode
 
@@ -55,6 +56,7 @@ class Cluster:
         self.bootstrap: list[tuple[str, int]] = config["bootstrap.servers"]
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.request_timeout = config["request.timeout.ms"] / 1000
+        self.security = ClientSecurity.from_config(config)
         self.brokers: dict[int, BrokerInfo] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.controller_id = -1
@@ -110,7 +112,12 @@ class Cluster:
             node_id = key[1] if key[0] != "bootstrap" else -(key[1] + 1)
             try:
                 conn = await BrokerConnection.open(
-                    host, port, client_id=self.client_id, node_id=node_id, timeout=timeout
+                    host,
+                    port,
+                    client_id=self.client_id,
+                    node_id=node_id,
+                    timeout=timeout,
+                    security=self.security,
                 )
             except KafkaError:
                 self._failures[key] = self._failures.get(key, 0) + 1

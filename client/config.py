@@ -69,6 +69,24 @@ _COMMON = _opts(
     Option("socket.connection.setup.timeout.ms", "int", 10000, 1, INT32_MAX),
     Option("metadata.max.age.ms", "int", 300000, 0, INT32_MAX),
     Option("connections.max.idle.ms", "int", 540000, -1, INT64_MAX),
+    # Security (client/security.py): librdkafka's names, and Java's where they differ.
+    Option(
+        "security.protocol", "choice", "plaintext", choices=("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
+    ),
+    Option("sasl.mechanism", "choice", "plain", choices=("plain", "scram-sha-256", "scram-sha-512")),
+    Option(
+        "sasl.mechanisms", "choice", None, choices=("plain", "scram-sha-256", "scram-sha-512"), nullable=True
+    ),
+    Option("sasl.username", "str", None, nullable=True),
+    Option("sasl.password", "str", None, nullable=True),
+    Option("sasl.jaas.config", "str", None, nullable=True),
+    Option("ssl.ca.location", "str", None, nullable=True),
+    Option("ssl.certificate.location", "str", None, nullable=True),
+    Option("ssl.key.location", "str", None, nullable=True),
+    Option("ssl.key.password", "str", None, nullable=True),
+    Option("ssl.truststore.location", "str", None, nullable=True),
+    Option("ssl.keystore.location", "str", None, nullable=True),
+    Option("ssl.endpoint.identification.algorithm", "str", "https", nullable=True),
 )
 
 PRODUCER_OPTIONS = {

@@ -27,11 +27,19 @@ import collections
 import contextlib
 import logging
 import socket
+import ssl
 import struct
 from collections.abc import Callable
 from typing import Any
 
-from client.errors import KafkaConnectionError, KafkaTimeoutError, UnsupportedVersionError, error_for
+from client.errors import (
+    AuthenticationError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    UnsupportedVersionError,
+    error_for,
+)
+from client.security import ClientSecurity, authenticate
 from protocol.errors import ErrorCode, ProtocolError
 from protocol.headers import encode_request_header, skip_response_header
 from protocol.messages import API_NAMES, MODULES, decode_response, encode_request
@@ -140,17 +148,38 @@ class BrokerConnection(asyncio.BufferedProtocol):
 
     @classmethod
     async def open(
-        cls, host: str, port: int, *, client_id: str | None, node_id: int, timeout: float
+        cls,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None,
+        node_id: int,
+        timeout: float,
+        security: ClientSecurity | None = None,
     ) -> BrokerConnection:
-        """Connect and negotiate versions; `KafkaConnectionError` if either fails within ``timeout`` s."""
+        """Connect (TLS and SASL as ``security`` says) and negotiate versions.
+
+        `KafkaConnectionError` if that fails within ``timeout`` s; `AuthenticationError`
+        when the TLS handshake or the SASL credentials are refused.
+        """
         conn = cls(host, port, client_id=client_id, node_id=node_id)
+        context = security.ssl_context if security is not None else None
+        tls: dict[str, Any] = {}
+        if context is not None:
+            tls = {"ssl": context, "server_hostname": host if security and security.check_hostname else None}
         try:
-            await asyncio.wait_for(conn._loop.create_connection(lambda: conn, host, port), timeout)
+            await asyncio.wait_for(conn._loop.create_connection(lambda: conn, host, port, **tls), timeout)
+        except ssl.SSLError as exc:
+            raise AuthenticationError(
+                f"TLS handshake with {host}:{port} failed: {exc.reason or exc}"
+            ) from None
         except (OSError, TimeoutError) as exc:
             reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
             raise KafkaConnectionError(f"cannot connect to {host}:{port}: {reason}") from None
         try:
             await conn._negotiate(timeout)
+            if security is not None and security.sasl:
+                await authenticate(conn, security, timeout)
         except BaseException as exc:
             conn.close(exc if isinstance(exc, Exception) else None)
             if isinstance(exc, KafkaTimeoutError | asyncio.TimeoutError):
@@ -398,7 +427,11 @@ class BrokerConnection(asyncio.BufferedProtocol):
     def close(self, exc: BaseException | None = None) -> None:
         """Close the socket; every outstanding request fails with ``exc`` (or a connection error)."""
         if self._transport is not None:
-            self._transport.abort() if exc is not None else self._transport.close()
+            # A TLS close waits for the peer's close_notify, which could outlive the client's loop:
+            # once everything written has left, the socket just goes.
+            tls = self._transport.get_extra_info("ssl_object") is not None
+            drained = self._transport.get_write_buffer_size() == 0
+            self._transport.abort() if exc is not None or (tls and drained) else self._transport.close()
         self._fail(exc or KafkaConnectionError(f"connection to {self.address} closed"))
 
     def _fail(self, exc: BaseException) -> None:

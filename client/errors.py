@@ -79,6 +79,10 @@ class ClientClosedError(KafkaError):
     """The client was closed while (or before) the operation ran."""
 
 
+class AuthenticationError(KafkaError):
+    """The broker refused this client's credentials (SASL), or the TLS handshake failed. Not retriable."""
+
+
 class UnsupportedVersionError(KafkaError):
     """The broker does not support any version of an API this operation needs."""
 

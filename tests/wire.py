@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 from typing import Any
 
@@ -11,8 +12,16 @@ from protocol.messages import decode_response, encode_request
 
 
 class RawClient:
-    def __init__(self, port: int, timeout: float = 10.0, host: str = "127.0.0.1") -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(
+        self,
+        port: int,
+        timeout: float = 10.0,
+        host: str = "127.0.0.1",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        """``tls``: speak TLS with this context (server name ``host``) instead of plain TCP."""
+        sock = socket.create_connection((host, port), timeout=timeout)
+        self.sock: socket.socket = sock if tls is None else tls.wrap_socket(sock, server_hostname=host)
         self.correlation = 0
 
     def close(self) -> None:
@@ -54,7 +63,7 @@ class RawClient:
         self.sock.settimeout(timeout)
         try:
             return self.sock.recv(1) == b""
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLError):
             return True
         except TimeoutError:
             return False

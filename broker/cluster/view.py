@@ -22,7 +22,8 @@ class BrokerNode:
 
     ``host``/``port`` is the address of its first listener; ``endpoints`` has
     one ``(listener name, host, port)`` per listener (empty: ``host``/``port``
-    answer for every listener, as for a broker with one).
+    answer for every listener, as for a broker with one). ``protocols``: each
+    listener's security protocol (PLAINTEXT when not named).
     """
 
     node_id: int
@@ -30,6 +31,7 @@ class BrokerNode:
     port: int
     rack: str | None = None
     endpoints: tuple[tuple[str, str, int], ...] = ()
+    protocols: tuple[tuple[str, str], ...] = ()
 
     def address(self, listener: str) -> tuple[str, int] | None:
         """Where to reach this broker through ``listener``; None if it has no such listener."""

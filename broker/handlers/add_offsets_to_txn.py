@@ -6,7 +6,10 @@ Behavior:
   (`broker.txn.coordinator`); answered once durable. An empty group id is
   INVALID_GROUP_ID.
 Version notes: v3 is flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis, first: WRITE on
+  the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ
+  on the group (else GROUP_AUTHORIZATION_FAILED).
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from broker import registry
 from broker.context import RequestContext
 from broker.groups.store import OFFSETS_TOPIC
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 25
@@ -33,6 +37,10 @@ async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED}
     return _handle(ctx, req)
 
 

@@ -14,7 +14,14 @@ Behavior:
   already in the open transaction, INVALID_TXN_STATE if not.
 Version notes: v3 is flexible; v4 batches transactions and adds the
   top-level error_code; v5 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis: v4+ (from
+  brokers) needs CLUSTER_ACTION on the cluster, else the top-level
+  CLUSTER_AUTHORIZATION_FAILED and no results; v0-3 (producers) need WRITE on
+  the transactional id (else every partition answers
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic: partitions of a
+  topic without it, and of internal topics, answer TOPIC_AUTHORIZATION_FAILED
+  (before UNKNOWN_TOPIC_OR_PARTITION), the others OPERATION_NOT_ATTEMPTED.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -23,7 +30,10 @@ import asyncio
 from typing import Any
 
 from broker import registry
+from broker.authorized_operations import denied, unrestricted
+from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 24
@@ -55,6 +65,26 @@ def _results(topics: Any, codes: dict[TopicPartition, ErrorCode], default: Error
     ]
 
 
+def _refused(ctx: RequestContext, txn_id: str, topics: Any) -> list[dict[str, Any]] | None:
+    """A producer's (v0-3) authorization failures as Kafka answers them, or None."""
+    if unrestricted(ctx):
+        return None
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+        return _results(topics, {}, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    # Kafka never grants internal topics here: a producer does not write them.
+    forbidden = denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in topics))
+    refused = {
+        (t.name, p): ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        for t in topics
+        if t.name in forbidden or t.name in INTERNAL_TOPICS
+        for p in t.partitions
+    }
+    if not refused:
+        return None
+    codes = dict.fromkeys(_unknown(ctx, topics), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    return _results(topics, {**codes, **refused}, ErrorCode.OPERATION_NOT_ATTEMPTED)
+
+
 async def _add(
     ctx: RequestContext, txn_id: str, pid: int, epoch: int, topics: Any, verify: bool
 ) -> list[dict[str, Any]]:
@@ -76,6 +106,9 @@ async def _add(
 
 async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if ctx.version <= 3:
+        refused = _refused(ctx, req.v3_and_below_transactional_id, req.v3_and_below_topics)
+        if refused is not None:
+            return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": refused}
         results = await _add(
             ctx,
             req.v3_and_below_transactional_id,
@@ -102,6 +135,12 @@ async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
+    if ctx.version >= 4 and not ctx.cluster_authorized(AclOperation.CLUSTER_ACTION):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "results_by_transaction": [],
+        }
     return _handle(ctx, req)
 
 

@@ -8,6 +8,10 @@ Behavior:
 - validate_only checks and changes nothing.
 - Broker resources: INVALID_REQUEST (broker configs are static here).
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
+- Authorization (with an authorizer configured), as KafkaApis: ALTER_CONFIGS on
+  the topic (else TOPIC_AUTHORIZATION_FAILED) or, for broker and
+  client-metrics resources, on the cluster (else CLUSTER_AUTHORIZATION_FAILED);
+  checked first, answered with no message.
 Version notes: v0 and v1 share one layout; v2 is flexible.
 """
 
@@ -17,24 +21,36 @@ from typing import Any
 
 from broker import registry, topic_configs
 from broker.context import RequestContext
+from broker.handlers.describe_configs import BROKER_LOGGER, GROUP, denial
+from broker.security.acls import AclOperation
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 33
 
 
-def alter_response(ctx: RequestContext, req: Any, overrides_of: Any) -> dict[str, Any]:
+def alter_response(
+    ctx: RequestContext, req: Any, overrides_of: Any, incremental: bool = False
+) -> dict[str, Any]:
     """Shared by AlterConfigs and IncrementalAlterConfigs: `overrides_of(resource)` gives the new overrides."""
     responses = []
     for r in req.resources:
         code, message = 0, None
-        try:
-            if r.resource_type != topic_configs.TOPIC:
-                raise KafkaError(
-                    "only topic configs can be changed; broker configs are static", ErrorCode.INVALID_REQUEST
-                )
-            topic_configs.alter_topic(ctx.broker, r.resource_name, overrides_of(r), req.validate_only)
-        except KafkaError as exc:
-            code, message = exc.code, str(exc)
+        # Kafka's legacy AlterConfigs has no ACL for broker-logger and group resources (it refuses them).
+        refused = None
+        if incremental or r.resource_type not in (BROKER_LOGGER, GROUP):
+            refused = denial(ctx, AclOperation.ALTER_CONFIGS, r.resource_type, r.resource_name)
+        if refused is not None:
+            code = refused  # answered without a message, as Kafka
+        else:
+            try:
+                if r.resource_type != topic_configs.TOPIC:
+                    raise KafkaError(
+                        "only topic configs can be changed; broker configs are static",
+                        ErrorCode.INVALID_REQUEST,
+                    )
+                topic_configs.alter_topic(ctx.broker, r.resource_name, overrides_of(r), req.validate_only)
+            except KafkaError as exc:
+                code, message = exc.code, str(exc)
         responses.append(
             {
                 "error_code": code,

@@ -8,6 +8,7 @@ Behavior:
   (tagged fields 0-2), as a Kafka 4 broker sends them.
 Version notes: v1+ add throttle_time_ms; v3 is flexible (compact array, tag buffers), but its
   response header stays v0; v4 has v3's layout (it lets a feature's min version be 0).
+- No authorization: as in Kafka, any connection may ask (before SASL too).
 Leaves out: zk_migration_ready (tag 3; no migration here).
 """
 

@@ -9,8 +9,14 @@ Behavior:
 - An unknown group, or one using the classic protocol, is GROUP_ID_NOT_FOUND
   with Kafka's message; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the
   other group APIs.
-- include_authorized_operations: every operation on a group (no authorizer).
-Leaves out: throttling; authorization.
+- include_authorized_operations: the operations the principal may perform on
+  each group described (every one without an authorizer).
+- Authorization (with an authorizer configured), as KafkaApis (Kafka 4,
+  KAFKA-18813): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED; a
+  group some of whose members subscribe to or are (to be) assigned a topic the
+  principal may not DESCRIBE answers TOPIC_AUTHORIZATION_FAILED, with nothing
+  of the group described.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ from __future__ import annotations
 from typing import Any
 
 from broker import authorized_operations, registry
+from broker.authorized_operations import denied, unrestricted
 from broker.context import RequestContext
 from broker.groups.consumer_model import Assignment
 from broker.groups.consumer_records import topic_partitions
+from broker.security.acls import AclOperation, ResourceType
+from protocol.errors import ErrorCode
 
 API_KEY = 69
 
@@ -34,28 +43,41 @@ def _assignment(ctx: RequestContext, assignment: Assignment) -> dict[str, Any]:
     return {"topic_partitions": named}
 
 
+def _failed(group_id: str, code: int, message: str | None, operations: int) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": "",
+        "group_epoch": 0,
+        "assignment_epoch": 0,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": operations,
+    }
+
+
+def _topics_hidden(ctx: RequestContext, members: list[dict[str, Any]]) -> bool:
+    """Whether the described members name a topic the principal may not DESCRIBE."""
+    names: set[str] = set()
+    for m in members:
+        names.update(m["subscribed_topic_names"])
+        for part in ("assignment", "target_assignment"):
+            names.update(t["topic_name"] for t in m[part]["topic_partitions"])
+    return bool(denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names))
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     consumer = ctx.broker.groups.consumer
-    operations = authorized_operations.NOT_REQUESTED
-    if req.include_authorized_operations:
-        operations = authorized_operations.GROUP
+    not_requested = authorized_operations.NOT_REQUESTED
     groups = []
     for group_id in req.group_ids:
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(_failed(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None, not_requested))
+            continue
         error, message, cg = consumer.describe(group_id)
         if cg is None:
-            groups.append(
-                {
-                    "error_code": error,
-                    "error_message": message,
-                    "group_id": group_id,
-                    "group_state": "",
-                    "group_epoch": 0,
-                    "assignment_epoch": 0,
-                    "assignor_name": "",
-                    "members": [],
-                    "authorized_operations": operations,
-                }
-            )
+            groups.append(_failed(group_id, error, message, not_requested))
             continue
         members = [
             {
@@ -72,6 +94,19 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             }
             for m in cg.members.values()
         ]
+        if not unrestricted(ctx) and _topics_hidden(ctx, members):
+            groups.append(
+                _failed(
+                    group_id,
+                    ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                    "The described group uses topics that the client is not authorized to describe.",
+                    not_requested,
+                )
+            )
+            continue
+        operations = not_requested
+        if req.include_authorized_operations:
+            operations = authorized_operations.operations(ctx, ResourceType.GROUP, group_id)
         groups.append(
             {
                 "error_code": 0,

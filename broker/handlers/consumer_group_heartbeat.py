@@ -14,7 +14,11 @@ Behavior (see `broker.groups.consumer_protocol` for the coordinator's rules):
 Version notes: v1 adds subscribed_topic_regex (answered INVALID_REQUEST: regular
   expressions are not served yet) and has the client generate the member id
   (Kafka 4.0 made v1 stable).
-Leaves out: throttling; authorization; subscription by regular expression.
+- Authorization (with an authorizer configured), as KafkaApis (Kafka 4,
+  KAFKA-18813): READ on the group, else GROUP_AUTHORIZATION_FAILED; then, when
+  the request lists subscribed topic names, DESCRIBE on every one of them,
+  else TOPIC_AUTHORIZATION_FAILED (the heartbeat is not processed).
+Leaves out: throttling; subscription by regular expression.
 """
 
 from __future__ import annotations
@@ -22,16 +26,38 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry
+from broker.authorized_operations import denied
 from broker.context import RequestContext
 from broker.groups import deferred
 from broker.groups.consumer_protocol import Heartbeat, HeartbeatResult
 from broker.groups.consumer_records import assignment_of, topic_partitions
 from broker.handlers.join_group import client_host
+from broker.security.acls import AclOperation, ResourceType
+from protocol.errors import ErrorCode
 
 API_KEY = 68
 
 
+def _refused(code: ErrorCode) -> dict[str, Any]:
+    """Kafka's error response: the code and nothing else."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": code,
+        "error_message": None,
+        "member_id": None,
+        "member_epoch": 0,
+        "heartbeat_interval_ms": 0,
+        "assignment": None,
+    }
+
+
 def handle(ctx: RequestContext, req: Any) -> Any:
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return _refused(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if req.subscribed_topic_names and denied(
+        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, req.subscribed_topic_names
+    ):
+        return _refused(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     beat = Heartbeat(
         group_id=req.group_id,
         member_id=req.member_id,

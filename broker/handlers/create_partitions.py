@@ -13,6 +13,9 @@ Behavior:
   partition count is what maps groups to coordinators): INVALID_REQUEST; the
   same topic twice in one request: INVALID_REQUEST.
 - validate_only checks everything and changes nothing.
+- Authorization (with an authorizer configured), as KafkaApis: ALTER on each
+  topic, else TOPIC_AUTHORIZATION_FAILED (after a duplicate's INVALID_REQUEST,
+  before any other check).
 Version notes: v0-1 share one layout (v1 only changes quota throttling); v2 is
   flexible; v3 may answer THROTTLING_QUOTA_EXCEEDED (no quotas here yet).
 """
@@ -24,6 +27,7 @@ from typing import Any
 from broker import registry
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
 from broker.topic_results import per_topic
 from protocol.errors import ErrorCode, KafkaError
 
@@ -31,6 +35,8 @@ API_KEY = 37
 
 
 def _add(ctx: RequestContext, t: Any, validate_only: bool) -> None:
+    if not ctx.authorized(AclOperation.ALTER, ResourceType.TOPIC, t.name):
+        raise KafkaError("The topic authorization is failed.", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if t.name in INTERNAL_TOPICS:
         raise KafkaError(f"the partition count of {t.name} cannot change", ErrorCode.INVALID_REQUEST)
     given = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]

@@ -14,6 +14,12 @@ Behavior:
   with its partition count, replication factor and every topic config with
   its value and source, as DescribeConfigs gives them; v7+ with its new topic
   ID (zero with validate_only). A failed topic: -1, -1, no configs.
+- Authorization (with an authorizer configured), as KafkaApis: CREATE on the
+  cluster, else on each topic: TOPIC_AUTHORIZATION_FAILED ("Authorization
+  failed."; after the INVALID_REQUEST of a duplicate). Without
+  DESCRIBE_CONFIGS on a topic, v5+ answers it with topic_config_error_code
+  TOPIC_AUTHORIZATION_FAILED and no description (no configs, -1, -1, zero
+  topic ID), unless its creation failed (then 0, as every failed topic).
 Version notes: v2-4 share one layout; v5 adds the created topic's
   description and is flexible; v6 is v5's layout (quota errors we never
   give); v7 adds topic_id.
@@ -24,8 +30,10 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry, topic_configs
+from broker.authorized_operations import denied, unrestricted
 from broker.cluster.assignment import check_replicas
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
 from broker.topic_results import per_topic
 from protocol.errors import ErrorCode, KafkaError
 
@@ -83,18 +91,33 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> dict[str, Any]:
     return described
 
 
+def _uncreatable(ctx: RequestContext, names: list[str]) -> frozenset[str]:
+    if unrestricted(ctx) or ctx.cluster_authorized(AclOperation.CREATE):
+        return frozenset()
+    return denied(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     described: dict[str, dict[str, Any]] = {}
+    names = [t.name for t in req.topics]
+    uncreatable = _uncreatable(ctx, names)
+    hidden = denied(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names)
 
     def create(t: Any) -> None:
+        if t.name in uncreatable:
+            raise KafkaError("Authorization failed.", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         described[t.name] = _create(ctx, t, req.validate_only)
 
     results = per_topic(req.topics, create)
     for result in results:
-        if result["error_code"] == 0:
-            result.update(described[result["name"]])
+        name = result["name"]
+        if result["error_code"] == 0 and name not in hidden:
+            result.update(described[name])
         else:
             result.update(num_partitions=-1, replication_factor=-1, configs=[])
+        # Kafka keeps the config error unless the creation itself was tried and failed.
+        if name in hidden and (result["error_code"] == 0 or name in uncreatable or names.count(name) > 1):
+            result["topic_config_error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     return {"throttle_time_ms": 0, "topics": results}
 
 

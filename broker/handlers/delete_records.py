@@ -10,6 +10,8 @@ Behavior:
 - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; an offline log: KAFKA_STORAGE_ERROR.
 - The answer waits until ``log-start-offset-checkpoint`` is written, so a
   crash right after it cannot bring the deleted records back.
+- Authorization (with an authorizer configured), as KafkaApis: DELETE on each
+  topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED (low watermark -1).
 Version notes: v0 and v1 share one layout, v2 is flexible; ``timeout_ms`` is ignored (one replica:
   nothing to wait for).
 """
@@ -20,7 +22,9 @@ import logging
 from typing import Any
 
 from broker import registry
+from broker.authorized_operations import denied
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 21
@@ -44,10 +48,13 @@ def _delete(ctx: RequestContext, topic: str, partition: int, offset: int) -> int
 def handle(ctx: RequestContext, req: Any) -> Any:
     topics = []
     moved = False
+    forbidden = denied(ctx, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in req.topics))
     for t in req.topics:
         parts = []
         for p in t.partitions:
             try:
+                if t.name in forbidden:
+                    raise KafkaError("topic authorization failed", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 low = _delete(ctx, t.name, p.partition_index, p.offset)
                 code = 0
                 moved = True

@@ -10,6 +10,11 @@ Behavior:
   as Kafka 4's controller does.
 - Unknown topic name: UNKNOWN_TOPIC_OR_PARTITION; an internal topic
   (__consumer_offsets): INVALID_REQUEST, the topic stays.
+- Authorization (with an authorizer configured), as KafkaApis: DELETE on each
+  topic, else TOPIC_AUTHORIZATION_FAILED (whether or not it exists); a topic
+  named by ID that the principal may not even DESCRIBE answers
+  TOPIC_AUTHORIZATION_FAILED with a null name (IDs are not secret, names are).
+  Checked after the request's INVALID_REQUEST cases.
 Version notes: v1-4 share one layout; v5 adds error_message, v6 topics by ID
   (flexible from v4).
 """
@@ -23,6 +28,7 @@ from typing import Any
 from broker import registry
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
@@ -34,6 +40,8 @@ def _result(name: str | None, topic_id: uuid.UUID, code: int, message: str | Non
 
 
 def _delete(ctx: RequestContext, name: str) -> dict[str, Any]:
+    if not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, name):
+        return _result(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
     state = ctx.broker.cluster.topic(name)
     topic_id = ZERO_UUID if state is None else state.topic_id
     try:
@@ -71,6 +79,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             found = ctx.broker.cluster.topic_name(topic_id)
             if found is None:
                 results.append(_result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id"))
+            elif not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, found):
+                results.append(
+                    _result(
+                        None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+                    )
+                )
             else:
                 result = _delete(ctx, found)
                 result["topic_id"] = topic_id

@@ -4,9 +4,10 @@ Behavior:
 - The cluster id, the controller (the ZooKeeper controller in a cluster, this
   broker on its own) and every live broker at its address on the listener the
   request came in on, as Metadata lists them.
-- cluster_authorized_operations when asked: every operation a cluster supports
-  (there is no authorizer yet, and Kafka without one answers so); otherwise
-  INT32_MIN.
+- cluster_authorized_operations when asked: the cluster operations the
+  principal may perform (every one without an authorizer, as Kafka), 0 when
+  it may not DESCRIBE the cluster; otherwise INT32_MIN. Nothing else is
+  checked (Kafka's DescribeCluster needs no ACL).
 - v1 endpoint_type: 1 (brokers) is what a broker answers; 2 (controllers):
   MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers (only KRaft controllers
   serve it); any other: UNSUPPORTED_ENDPOINT_TYPE.
@@ -54,7 +55,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         "cluster_id": cluster.cluster_id,
         "controller_id": cluster.controller_id,
         "brokers": brokers,
-        "cluster_authorized_operations": authorized_operations.CLUSTER
+        "cluster_authorized_operations": authorized_operations.cluster_operations(ctx)
         if req.include_cluster_authorized_operations
         else authorized_operations.NOT_REQUESTED,
     }

@@ -8,6 +8,11 @@ Behavior:
 - Broker resources (type 4, name "" or this node id): the broker's static
   configuration, read-only.
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; other resource types: INVALID_REQUEST.
+- Authorization (with an authorizer configured), as KafkaApis (ConfigHelper):
+  DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED), on the
+  cluster for broker, broker-logger and client-metrics resources (else
+  CLUSTER_AUTHORIZATION_FAILED), on the group for group resources (else
+  GROUP_AUTHORIZATION_FAILED); checked before anything else, with Kafka's message.
 Version notes: v0 has is_default instead of config_source and no synonyms; v1
   adds include_synonyms; v2 is v1's layout; v3 adds config_type (Kafka's ids)
   and, with include_documentation, a one-line description of each topic
@@ -20,9 +25,37 @@ from typing import Any
 
 from broker import registry, topic_configs
 from broker.context import RequestContext
+from broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 32
+BROKER_LOGGER, CLIENT_METRICS, GROUP = 8, 16, 32
+
+_MESSAGES = {
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: "Topic authorization failed.",
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: "Cluster authorization failed.",
+}
+
+
+def acl_resource(resource_type: int, name: str) -> tuple[ResourceType, str, ErrorCode] | None:
+    """The ACL resource guarding a config resource, and the error a denial answers (Kafka's
+    mapping for the config APIs); None for a type with none."""
+    if resource_type == topic_configs.TOPIC:
+        return ResourceType.TOPIC, name, ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if resource_type in (topic_configs.BROKER, BROKER_LOGGER, CLIENT_METRICS):
+        return ResourceType.CLUSTER, CLUSTER_NAME, ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if resource_type == GROUP:
+        return ResourceType.GROUP, name, ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return None
+
+
+def denial(ctx: RequestContext, operation: AclOperation, resource_type: int, name: str) -> ErrorCode | None:
+    """The config resource's authorization error if ``operation`` is not allowed on it, else None."""
+    guard = acl_resource(resource_type, name)
+    if guard is not None and not ctx.authorized(operation, guard[0], guard[1]):
+        return guard[2]
+    return None
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -33,6 +66,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         keys = None if r.configuration_keys is None else list(r.configuration_keys)
         code, message, configs = 0, None, []
         try:
+            refused = denial(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
+            if refused is not None:
+                raise KafkaError(_MESSAGES[refused], refused)
             if r.resource_type == topic_configs.TOPIC:
                 configs = topic_configs.describe_topic(ctx.broker, r.resource_name, keys, synonyms, docs)
             elif r.resource_type == topic_configs.BROKER:

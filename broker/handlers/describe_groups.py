@@ -7,10 +7,14 @@ Behavior:
   states those are empty, as in Kafka.
 - An unknown group is described as state "Dead" with no members and error 0.
 Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds
-  include_authorized_operations / authorized_operations (every operation on
-  a group when asked for: there is no authorization; else INT32_MIN); v4 adds each
-  member's group_instance_id; v5 is flexible.
-Leaves out: throttling; authorization.
+  include_authorized_operations / authorized_operations (when asked for, the
+  operations the principal may perform on each group described: every one
+  without an authorizer; else INT32_MIN); v4 adds each member's
+  group_instance_id; v5 is flexible.
+- Authorization (with an authorizer configured), as KafkaApis: DESCRIBE on each
+  group, else it answers GROUP_AUTHORIZATION_FAILED with an empty state,
+  protocol and members.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -19,17 +23,33 @@ from typing import Any
 
 from broker import authorized_operations, registry
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
+from protocol.errors import ErrorCode
 
 API_KEY = 15
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    operations = authorized_operations.NOT_REQUESTED
-    if ctx.version >= 3 and req.include_authorized_operations:
-        operations = authorized_operations.GROUP
+    with_operations = ctx.version >= 3 and req.include_authorized_operations
     groups = []
     for group_id in req.groups:
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(
+                {
+                    "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                    "group_id": group_id,
+                    "group_state": "",
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": [],
+                    "authorized_operations": authorized_operations.NOT_REQUESTED,
+                }
+            )
+            continue
         error, summary = ctx.broker.groups.describe_group(group_id)
+        operations = authorized_operations.NOT_REQUESTED
+        if with_operations and not error:
+            operations = authorized_operations.operations(ctx, ResourceType.GROUP, group_id)
         groups.append(
             {
                 "error_code": error,

@@ -12,7 +12,9 @@ Behavior:
 - A data directory the broker cannot stat answers KAFKA_STORAGE_ERROR for it.
 Version notes: v1 is v0's layout; v2 is flexible; v3 adds a top-level error_code;
   v4 the byte totals.
-Leaves out: throttling; authorization (Kafka asks for DESCRIBE on the cluster).
+- Authorization (with an authorizer configured), as KafkaApis: DESCRIBE on the
+  cluster, else no results and (v3+) the top-level error CLUSTER_AUTHORIZATION_FAILED.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.security.acls import AclOperation
 from protocol.errors import ErrorCode
 
 
@@ -38,6 +41,8 @@ API_KEY = 35
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if not ctx.cluster_authorized(AclOperation.DESCRIBE):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "results": []}
     logs = ctx.broker.logs
     log_dir = os.path.abspath(logs.data_dir)
     wanted = _wanted(req)

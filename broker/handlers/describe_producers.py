@@ -10,7 +10,9 @@ Behavior:
 - Not the leader: NOT_LEADER_OR_FOLLOWER; unknown topic or partition:
   UNKNOWN_TOPIC_OR_PARTITION; each with a message.
 Version notes: flexible from v0.
-Leaves out: throttling; authorization (Kafka asks for READ on the topic).
+- Authorization (with an authorizer configured), as KafkaApis: READ on each
+  topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED with Kafka's message.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -19,13 +21,16 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
-from protocol.errors import KafkaError
+from broker.security.acls import AclOperation, ResourceType
+from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 61
 
 
-def _partition(ctx: RequestContext, topic: str, index: int) -> dict[str, Any]:
+def _partition(ctx: RequestContext, topic: str, index: int, readable: bool) -> dict[str, Any]:
     try:
+        if not readable:
+            raise KafkaError("Topic authorization failed.", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
         part = ctx.broker.replicas.leader(topic, index)
     except KafkaError as exc:
         return {
@@ -54,10 +59,15 @@ def _partition(ctx: RequestContext, topic: str, index: int) -> dict[str, Any]:
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    topics = [
-        {"name": t.name, "partitions": [_partition(ctx, t.name, p) for p in t.partition_indexes]}
-        for t in req.topics
-    ]
+    topics = []
+    for t in req.topics:
+        readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, t.name)
+        topics.append(
+            {
+                "name": t.name,
+                "partitions": [_partition(ctx, t.name, p, readable) for p in t.partition_indexes],
+            }
+        )
     return {"throttle_time_ms": 0, "topics": topics}
 
 

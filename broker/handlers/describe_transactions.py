@@ -8,7 +8,10 @@ Behavior:
   NOT_COORDINATOR; one it does not know: TRANSACTIONAL_ID_NOT_FOUND;
   replay in progress: COORDINATOR_LOAD_IN_PROGRESS.
 Version notes: flexible from v0.
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis: DESCRIBE on each
+  transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; the
+  partitions of topics the principal may not DESCRIBE are left out.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -16,14 +19,20 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry
+from broker.authorized_operations import denied
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
 from broker.txn.state import TxnState
+from protocol.errors import ErrorCode
 
 API_KEY = 65
 
 
 def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
-    code, txn = ctx.broker.transactions.describe(txn_id)
+    if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, txn_id):
+        code, txn = ctx.broker.transactions.describe(txn_id)
+    else:
+        code, txn = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, None
     if txn is None:
         return {
             "error_code": code,
@@ -38,6 +47,8 @@ def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
     topics: dict[str, list[int]] = {}
     for topic, p in sorted(txn.partitions):
         topics.setdefault(topic, []).append(p)
+    for hidden in denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topics):
+        del topics[hidden]
     return {
         "error_code": 0,
         "transactional_id": txn_id,

@@ -7,7 +7,9 @@ Behavior:
   INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS,
   INVALID_TXN_STATE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
 Version notes: v3 is flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis: WRITE on the
+  transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
+from protocol.errors import ErrorCode
 
 API_KEY = 26
 
@@ -28,6 +32,8 @@ async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
     return _handle(ctx, req)
 
 

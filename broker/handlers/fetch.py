@@ -38,19 +38,33 @@ Version notes: v7+ answer session_id 0 (no incremental fetch sessions) and
   UNKNOWN_TOPIC_ID for each of its partitions.
 Version notes: v12 is flexible, v13 topic IDs, v15 replica_state instead of
   replica_id, v16 node_endpoints, v17 replica_directory_id (ignored).
-Leaves out: fetch sessions, throttling, rack-aware preferred read replicas.
+- Authorization (with an authorizer configured; none: nothing is checked), as
+  KafkaApis: a follower fetch (replica id >= 0) needs CLUSTER_ACTION on the
+  cluster, else every partition answers TOPIC_AUTHORIZATION_FAILED; a consumer
+  fetch needs READ on each topic, else its partitions answer
+  TOPIC_AUTHORIZATION_FAILED (an unknown topic ID stays UNKNOWN_TOPIC_ID).
+  One check per distinct topic per request, answered at once like other
+  partition errors.
+- Client quotas: a consumer's record bytes count against its
+  consumer_byte_rate; an answer that puts it over is sent without records,
+  with throttle_time_ms, and the connection reads nothing for that long
+  (broker/security/quotas.py). Follower fetches are exempt.
+Leaves out: fetch sessions, rack-aware preferred read replicas.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Collection
 from typing import Any
 
 from broker import leader_hints, registry
+from broker.authorized_operations import ALL_NAMES, denied
 from broker.context import RequestContext
 from broker.replica import TopicPartition
 from broker.replica.markers import aborted_in, bytes_below, last_stable_offset
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import validate_batches
 
@@ -95,7 +109,18 @@ def _topic_names(ctx: RequestContext, req: Any) -> list[str | None]:
     return [ctx.broker.cluster.topic_name(t.topic_id) for t in req.topics]
 
 
-def _read(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[list[dict[str, Any]], int, bool]:
+def _forbidden(ctx: RequestContext, req: Any, names: list[str | None]) -> Collection[str | None]:
+    """The topics of the request its principal may not fetch (empty, unread, without an authorizer)."""
+    if ctx.broker.security.authorizer is None:
+        return frozenset()
+    if _replica_id(ctx.version, req) >= 0:
+        return frozenset() if ctx.cluster_authorized(AclOperation.CLUSTER_ACTION) else ALL_NAMES
+    return denied(ctx, AclOperation.READ, ResourceType.TOPIC, names)
+
+
+def _read(
+    ctx: RequestContext, req: Any, names: list[str | None], forbidden: Collection[str | None]
+) -> tuple[list[dict[str, Any]], int, bool]:
     """(topic responses, record bytes in them, whether any partition answers an error)."""
     broker = ctx.broker
     budget = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
@@ -108,6 +133,11 @@ def _read(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[list[
     now_ms = int(time.time() * 1000)
     for topic, name in zip(req.topics, names, strict=True):
         parts = []
+        if forbidden and name in forbidden:
+            parts = [_partition(p.partition, ErrorCode.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions]
+            responses.append({"topic": name, "topic_id": topic.get("topic_id"), "partitions": parts})
+            errored = True
+            continue
         for p in topic.partitions:
             try:
                 if name is None:
@@ -165,8 +195,11 @@ def _read(ctx: RequestContext, req: Any, names: list[str | None]) -> tuple[list[
     return responses, total, errored
 
 
-def _answer(ctx: RequestContext, responses: list[dict[str, Any]], errored: bool) -> dict[str, Any]:
+def _answer(ctx: RequestContext, req: Any, responses: list[dict[str, Any]], errored: bool) -> dict[str, Any]:
     answer = {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    quotas = ctx.broker.security.quotas
+    if quotas.enabled:  # consumer_byte_rate (broker/security/quotas.py)
+        quotas.record_fetch(ctx, req, answer)
     if errored and ctx.version >= 16:  # leader hints come with errors only: no loop on the hot path
         leaders = [
             p["current_leader"]["leader_id"]
@@ -181,13 +214,16 @@ def _answer(ctx: RequestContext, responses: list[dict[str, Any]], errored: bool)
 
 def handle(ctx: RequestContext, req: Any) -> Any:
     names = _topic_names(ctx, req)
-    responses, total, errored = _read(ctx, req, names)
+    forbidden = _forbidden(ctx, req, names)
+    responses, total, errored = _read(ctx, req, names, forbidden)
     if errored or total >= req.min_bytes or req.max_wait_ms <= 0:
-        return _answer(ctx, responses, errored)
-    return _long_poll(ctx, req, names)
+        return _answer(ctx, req, responses, errored)
+    return _long_poll(ctx, req, names, forbidden)
 
 
-async def _long_poll(ctx: RequestContext, req: Any, names: list[str | None]) -> dict[str, Any]:
+async def _long_poll(
+    ctx: RequestContext, req: Any, names: list[str | None], forbidden: Collection[str | None]
+) -> dict[str, Any]:
     broker = ctx.broker
     tps: list[TopicPartition] = [
         (name, p.partition) for t, name in zip(req.topics, names, strict=True) if name for p in t.partitions
@@ -203,9 +239,9 @@ async def _long_poll(ctx: RequestContext, req: Any, names: list[str | None]) -> 
                 pass
             finally:
                 broker.replicas.unpark(fut, tps)
-        responses, total, errored = _read(ctx, req, names)
+        responses, total, errored = _read(ctx, req, names, forbidden)
         if errored or total >= req.min_bytes or time.monotonic() >= deadline or broker.shutting_down:
-            return _answer(ctx, responses, errored)
+            return _answer(ctx, req, responses, errored)
 
 
 registry.register(API_KEY, 4, 17, handle)

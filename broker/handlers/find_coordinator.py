@@ -12,7 +12,10 @@ Behavior:
 Version notes: v1 adds key_type, throttle_time_ms and error_message; v2 has v1's layout; v3 is
   flexible; v4 batches keys; v5 may answer TRANSACTION_ABORTABLE (KIP-890); v6 allows key_type 2
   (share groups, answered INVALID_REQUEST: not served).
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis, per key before
+  anything else: DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED) or on
+  the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from broker import registry
 from broker.context import RequestContext
 from broker.groups.store import OFFSETS_TOPIC
+from broker.security.acls import AclOperation, ResourceType
 from broker.txn.log import TXN_TOPIC
 from protocol.errors import ErrorCode
 
@@ -33,6 +37,14 @@ TRANSACTION_KEY_TYPE = 1
 def _lookup(ctx: RequestContext, key_type: int, key: str) -> dict[str, Any]:
     """One key's coordinator: {error_code, error_message, node_id, host, port}."""
     broker = ctx.broker
+    if key_type == GROUP_KEY_TYPE and not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, key):
+        return _failed(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+    if key_type == TRANSACTION_KEY_TYPE and not ctx.authorized(
+        AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return _failed(
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "Transactional Id authorization failed."
+        )
     if key_type == GROUP_KEY_TYPE:
         topic, partition = OFFSETS_TOPIC, broker.groups.partition_for(key)
     elif key_type == TRANSACTION_KEY_TYPE:

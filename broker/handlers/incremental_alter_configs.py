@@ -6,6 +6,11 @@ Behavior:
   (INVALID_CONFIG naming the key), persisted and applied at once.
 - validate_only checks and changes nothing; broker resources: INVALID_REQUEST;
   unknown topic: UNKNOWN_TOPIC_OR_PARTITION.
+- Authorization (with an authorizer configured), as KafkaApis: ALTER_CONFIGS on
+  the topic (else TOPIC_AUTHORIZATION_FAILED), on the group for group
+  resources (else GROUP_AUTHORIZATION_FAILED), on the cluster for broker,
+  broker-logger and client-metrics resources (else
+  CLUSTER_AUTHORIZATION_FAILED); checked first, answered with no message.
 Version notes: v1 is v0 in the flexible encoding.
 """
 
@@ -22,7 +27,10 @@ API_KEY = 44
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return alter_response(
-        ctx, req, lambda r: topic_configs.incremental_overrides(ctx.broker, r.resource_name, r.configs)
+        ctx,
+        req,
+        lambda r: topic_configs.incremental_overrides(ctx.broker, r.resource_name, r.configs),
+        incremental=True,
     )
 
 

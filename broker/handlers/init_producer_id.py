@@ -12,6 +12,11 @@ Behavior:
   until done, then the bump), INVALID_TRANSACTION_TIMEOUT, PRODUCER_FENCED for
   a v3+ producer id/epoch that is no longer the id's, NOT_COORDINATOR,
   COORDINATOR_LOAD_IN_PROGRESS; answered once durable.
+- Authorization (with an authorizer configured), as KafkaApis, before anything
+  else: a transactional id needs WRITE on it (else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer needs
+  IDEMPOTENT_WRITE on the cluster or WRITE on some topic (Kafka 2.8+, KIP-679;
+  else CLUSTER_AUTHORIZATION_FAILED).
 Version notes: v0 and v1 share one layout; v2 is flexible; v3 adds the
   producer's current id and epoch; v4-5 only add error codes
   (PRODUCER_FENCED, TRANSACTION_ABORTABLE) of transactional producers.
@@ -23,6 +28,7 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 22
@@ -32,7 +38,21 @@ def _failed(code: ErrorCode) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "error_code": code, "producer_id": -1, "producer_epoch": -1}
 
 
+def _refusal(ctx: RequestContext, txn_id: str | None) -> ErrorCode | None:
+    if txn_id is not None:
+        if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.cluster_authorized(AclOperation.IDEMPOTENT_WRITE) and not ctx.authorized_any(
+        AclOperation.WRITE, ResourceType.TOPIC
+    ):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return None
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    refused = _refusal(ctx, req.transactional_id)
+    if refused is not None:
+        return _failed(refused)
     if ctx.version >= 3 and (req.producer_id == -1) != (req.producer_epoch == -1):
         return _failed(ErrorCode.INVALID_REQUEST)
     if req.transactional_id is not None:

@@ -19,7 +19,9 @@ Version notes: v0 has no rebalance timeout (the session timeout is used);
   adds the member's reason (KIP-800), logged with the rebalance it causes; v9
   answers skip_assignment, always false here (only a consumer-protocol group
   being upgraded would set it).
-Leaves out: throttling; authorization; GROUP_MAX_SIZE_REACHED shedding of
+- Authorization (with an authorizer configured), as KafkaApis: READ on the
+  group, else GROUP_AUTHORIZATION_FAILED and nothing else happens.
+Leaves out: throttling; GROUP_MAX_SIZE_REACHED shedding of
   members already in an oversized group.
 """
 
@@ -31,6 +33,8 @@ from broker import registry
 from broker.context import RequestContext
 from broker.groups import deferred
 from broker.groups.model import JoinRequest, JoinResult
+from broker.security.acls import AclOperation, ResourceType
+from protocol.errors import ErrorCode
 
 API_KEY = 11
 
@@ -72,6 +76,8 @@ def handle(ctx: RequestContext, req: Any) -> Any:
             ],
         }
 
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return respond(JoinResult(ErrorCode.GROUP_AUTHORIZATION_FAILED, ""))
     return deferred(lambda cb: ctx.broker.groups.join_group(join, cb), respond)
 
 

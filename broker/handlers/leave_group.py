@@ -12,7 +12,9 @@ Behavior:
   loading, unknown group) are top-level, with no member answers.
 Version notes: v1 adds throttle_time_ms; v3 the member batch; v4 is flexible;
   v5 adds each member's reason (KIP-800), logged with the rebalance.
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis: READ on the
+  group, else GROUP_AUTHORIZATION_FAILED (top-level, no member answers).
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -21,12 +23,16 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
+from protocol.errors import ErrorCode
 
 API_KEY = 13
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     groups = ctx.broker.groups
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "members": []}
     if ctx.version < 3:
         return {"throttle_time_ms": 0, "error_code": groups.leave_group(req.group_id, req.member_id)}
     reasons = {m.reason for m in req.members if ctx.version >= 5 and m.reason}

@@ -9,7 +9,9 @@ Behavior:
   empty: all.
 Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 is flexible; v4 adds the states
   filter and group_state; v5 the types filter and group_type.
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis: DESCRIBE on the
+  cluster lists every group; otherwise only the groups the principal may DESCRIBE.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
 
 API_KEY = 16
 
@@ -26,6 +29,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     error, groups = ctx.broker.groups.list_groups()
     states = {s.lower() for s in req.states_filter} if ctx.version >= 4 else set()
     types = {t.lower() for t in req.types_filter} if ctx.version >= 5 else set()
+    if not ctx.cluster_authorized(AclOperation.DESCRIBE):
+        groups = [g for g in groups if ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id)]
     return {
         "throttle_time_ms": 0,
         "error_code": error,

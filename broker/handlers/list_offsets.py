@@ -23,7 +23,9 @@ Behavior:
 Version notes: v2 adds isolation_level and throttle_time_ms; v4 the leader
   epochs; v6 is flexible; v7-v10 add the special timestamps above and
   timeout_ms (nothing here waits on remote storage, so it is not needed).
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis: DESCRIBE on each
+  topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED (before any other check).
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -32,8 +34,10 @@ from collections import Counter
 from typing import Any
 
 from broker import registry
+from broker.authorized_operations import denied
 from broker.context import RequestContext
 from broker.replica.markers import last_stable_offset
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 2
@@ -84,12 +88,15 @@ def _lookup(ctx: RequestContext, req: Any, topic: str, p: Any) -> tuple[int, int
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     named = Counter((t.name, p.partition_index) for t in req.topics for p in t.partitions)
+    forbidden = denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
             code = 0
             try:
+                if t.name in forbidden:
+                    raise KafkaError("topic authorization failed", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 if named[(t.name, p.partition_index)] > 1:
                     raise KafkaError("partition named twice", ErrorCode.INVALID_REQUEST)
                 ts, offset, epoch = _lookup(ctx, req, t.name, p)

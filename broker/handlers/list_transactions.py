@@ -7,7 +7,9 @@ Behavior:
   duration_filter: only transactions open for at least that many ms
   (-1: no filter). Empty filters match everything.
 Version notes: flexible from v0; v1 adds duration_filter.
-Leaves out: throttling; authorization (Kafka lists only ids the principal may describe).
+- Authorization (with an authorizer configured), as KafkaApis: only the
+  transactional ids the principal may DESCRIBE are listed.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
 from broker.txn.state import TxnState
 
 API_KEY = 66
@@ -37,6 +40,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 "transaction_state": t.state.kafka_name,
             }
             for t in sorted(txns, key=lambda t: t.transactional_id)
+            if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t.transactional_id)
         ],
     }
 

@@ -18,8 +18,15 @@ Behavior:
   looked at, and nothing is created. A topic ID or a null name in v10-11:
   INVALID_REQUEST for every topic asked for.
 - Internal topics (__consumer_offsets) carry is_internal=true.
-- Authorized operations (v8+), when asked for: every operation on a topic
-  (and on the cluster, v8-10), since there is no authorizer; else INT32_MIN.
+- Authorization (with an authorizer configured), as KafkaApis: the all-topics
+  form lists only the topics the principal may DESCRIBE; a topic named (or,
+  v12+, asked for by ID: answered with a null name) that it may not describe
+  answers TOPIC_AUTHORIZATION_FAILED, whether or not it exists. Auto-creating
+  a topic needs CREATE on the cluster or on the topic, else the topic
+  answers TOPIC_AUTHORIZATION_FAILED.
+- Authorized operations (v8+), when asked for: the operations the principal
+  may perform on each topic described (every one without an authorizer), and
+  v8-10 on the cluster (0 without DESCRIBE on it); else INT32_MIN.
 Version notes: v1 adds rack/controller/is_internal, v2 cluster_id, v3 throttle,
   v4 allow_auto_topic_creation, v5 offline_replicas, v6 LISTENER_NOT_FOUND,
   v7 leader_epoch, v8 authorized operations, v9 flexible, v10 topic_id,
@@ -33,12 +40,17 @@ import uuid
 from typing import Any
 
 from broker import authorized_operations, leader_hints, registry
+from broker.authorized_operations import denied, unrestricted
 from broker.cluster import TopicState
+from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
 API_KEY = 3
+# Answers that describe no topic, so carry no authorized operations (Kafka leaves them INT32_MIN).
+_NOT_DESCRIBED = (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INVALID_REQUEST, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
 
 
 def _topic(ctx: RequestContext, topic: TopicState) -> dict[str, Any]:
@@ -73,8 +85,19 @@ def _topic(ctx: RequestContext, topic: TopicState) -> dict[str, Any]:
     }
 
 
-def _error_topic(name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID) -> dict[str, Any]:
-    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": False, "partitions": []}
+def _error_topic(
+    name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID, internal: bool = False
+) -> dict[str, Any]:
+    return {"error_code": code, "name": name, "topic_id": topic_id, "is_internal": internal, "partitions": []}
+
+
+def _creatable(ctx: RequestContext, names: list[str]) -> Any:
+    """Which of ``names`` (topics that do not exist) the principal may create: CREATE on the
+    cluster, else on the topic (checked only for those it asks about)."""
+    if unrestricted(ctx) or ctx.cluster_authorized(AclOperation.CREATE):
+        return lambda name: True
+    cannot = denied(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+    return lambda name: name not in cannot
 
 
 def _by_name(ctx: RequestContext, name: str, allow_create: bool) -> dict[str, Any]:
@@ -98,7 +121,9 @@ def _topics(ctx: RequestContext, req: Any) -> list[dict[str, Any]]:
     cluster = ctx.broker.cluster
     requested = req.topics
     if requested is None or (ctx.version == 0 and not requested):
-        return [_topic(ctx, state) for _, state in sorted(cluster.topics().items())]
+        listed = sorted(cluster.topics().items())
+        hidden = denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (name for name, _ in listed))
+        return [_topic(ctx, state) for name, state in listed if name not in hidden]
     if ctx.version >= 10:
         by_id = [t.topic_id for t in requested if t.topic_id != ZERO_UUID]
         if ctx.version < 12 and (by_id or any(t.name is None for t in requested)):
@@ -109,16 +134,34 @@ def _topics(ctx: RequestContext, req: Any) -> list[dict[str, Any]]:
             for topic_id in dict.fromkeys(by_id):
                 name = cluster.topic_name(topic_id)
                 state = None if name is None else cluster.topic(name)
-                out.append(
-                    _error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id)
-                    if state is None
-                    else _topic(ctx, state)
-                )
+                if state is None:
+                    out.append(_error_topic(None, ErrorCode.UNKNOWN_TOPIC_ID, topic_id))
+                elif not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, state.name):
+                    # topic IDs are not secret, names are: no name, as Kafka answers
+                    out.append(_error_topic(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED, topic_id))
+                else:
+                    out.append(_topic(ctx, state))
             return out
     allow_create = ctx.broker.config["auto.create.topics.enable"] and (
         ctx.version < 4 or req.allow_auto_topic_creation
     )
-    return [_by_name(ctx, name, allow_create) for name in dict.fromkeys(t.name for t in requested)]
+    names = list(dict.fromkeys(t.name for t in requested))
+    hidden = denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    creatable = None
+    if allow_create and not unrestricted(ctx):
+        missing = [n for n in names if n not in hidden and cluster.topic(n) is None]
+        creatable = _creatable(ctx, missing) if missing else None
+    out = []
+    for name in names:
+        if name in hidden:
+            out.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+        elif creatable is not None and cluster.topic(name) is None and not creatable(name):
+            out.append(
+                _error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, internal=name in INTERNAL_TOPICS)
+            )
+        else:
+            out.append(_by_name(ctx, name, allow_create))
+    return out
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
@@ -128,10 +171,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     if ctx.version >= 8:
         if req.include_topic_authorized_operations:
             for t in topics:
-                if t["error_code"] not in (ErrorCode.UNKNOWN_TOPIC_ID, ErrorCode.INVALID_REQUEST):
-                    t["topic_authorized_operations"] = authorized_operations.TOPIC
+                if t["error_code"] not in _NOT_DESCRIBED:
+                    t["topic_authorized_operations"] = authorized_operations.operations(
+                        ctx, ResourceType.TOPIC, t["name"]
+                    )
         if ctx.version <= 10 and req.include_cluster_authorized_operations:
-            cluster_operations = authorized_operations.CLUSTER
+            cluster_operations = authorized_operations.cluster_operations(ctx)
     return {
         "throttle_time_ms": 0,
         "brokers": leader_hints.node_endpoints(ctx),

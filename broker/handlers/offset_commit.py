@@ -23,7 +23,11 @@ Version notes: v3 adds throttle_time_ms; v5 drops retention_time_ms (the broker'
   offsets.retention.minutes applies); v6 adds committed_leader_epoch, kept with the
   offset and returned by OffsetFetch v5+; v7 adds group_instance_id (static members:
   FENCED_INSTANCE_ID for a stale member id); v8 is flexible; v9 is v8's layout.
-Leaves out: throttling; authorization; transactional offset commits.
+- Authorization (with an authorizer configured), as KafkaApis: READ on the
+  group, else every partition answers GROUP_AUTHORIZATION_FAILED; READ on each
+  topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED (before
+  UNKNOWN_TOPIC_OR_PARTITION), and the rest are committed.
+Leaves out: throttling; transactional offset commits.
 """
 
 from __future__ import annotations
@@ -31,10 +35,12 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry
+from broker.authorized_operations import ALL_NAMES, denied, split_denied
 from broker.context import RequestContext
 from broker.groups import deferred
 from broker.groups.coordinator import OffsetCommit
 from broker.groups.model import TopicPartition
+from broker.security.acls import AclOperation, ResourceType
 from broker.topic_results import partition_codes, split_unknown
 from protocol.errors import ErrorCode
 
@@ -42,7 +48,13 @@ API_KEY = 8
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
-    codes, present = split_unknown(ctx.broker.cluster.topics(), req.topics)
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, req.group_id):
+        refused, _ = split_denied(req.topics, ALL_NAMES, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return {"throttle_time_ms": 0, "topics": partition_codes(req.topics, refused)}
+    forbidden = denied(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
+    refused, allowed = split_denied(req.topics, forbidden)
+    codes, present = split_unknown(ctx.broker.cluster.topics(), allowed)
+    codes.update(refused)
     commits: dict[TopicPartition, OffsetCommit] = {}
     for tp, p in present:
         epoch = p.committed_leader_epoch if ctx.version >= 6 else -1

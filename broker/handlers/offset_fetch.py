@@ -17,7 +17,12 @@ Version notes: v2 makes `topics` nullable and adds a top-level error_code; v3 ad
   the client retries; v8 the groups array; v9
   member_id and member_epoch, which consumer-protocol groups check when set
   (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH), as Kafka does.
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis: DESCRIBE on each
+  group, else that group answers GROUP_AUTHORIZATION_FAILED (like the other
+  group-level errors above); the partitions of a named topic the principal may
+  not DESCRIBE answer TOPIC_AUTHORIZATION_FAILED (offset -1) unless the group
+  failed; with a null topic list such topics are left out.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -25,9 +30,11 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry
+from broker.authorized_operations import denied
 from broker.context import RequestContext
 from broker.groups.model import TopicPartition
 from broker.groups.records import OffsetValue
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 9
@@ -61,9 +68,19 @@ def _group(
 ) -> tuple[int, list[dict[str, Any]]]:
     """One group's answer: (error code, topics); ``topics`` None asks for every committed partition."""
     groups = ctx.broker.groups
+    if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        if topics is None:
+            return error, []
+        return error, [
+            {"name": t.name, "partitions": [_partition(p, None, error) for p in t.partition_indexes]}
+            for t in topics
+        ]
     requested: list[TopicPartition] | None = None
+    hidden: frozenset[str] = frozenset()
     if topics is not None:
-        requested = [(t.name, p) for t in topics for p in t.partition_indexes]
+        hidden = denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in topics))
+        requested = [(t.name, p) for t in topics if t.name not in hidden for p in t.partition_indexes]
     error, offsets = groups.fetch_offsets(group_id, requested, member_id, member_epoch)
 
     def partition(topic: str, p: int, value: OffsetValue | None, code: int) -> dict[str, Any]:
@@ -75,12 +92,20 @@ def _group(
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (topic, p), value in sorted(offsets.items()):
             by_topic.setdefault(topic, []).append(partition(topic, p, value, 0))
-        return error, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+        # offsets of topics the principal may not describe stay hidden
+        hidden = denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, by_topic)
+        return error, [
+            {"name": name, "partitions": parts} for name, parts in by_topic.items() if name not in hidden
+        ]
+    refused = ErrorCode.TOPIC_AUTHORIZATION_FAILED
     return error, [
         {
             "name": t.name,
             "partitions": [
-                partition(t.name, p, offsets.get((t.name, p)), error) for p in t.partition_indexes
+                _partition(p, None, error or refused)
+                if t.name in hidden
+                else partition(t.name, p, offsets.get((t.name, p)), error)
+                for p in t.partition_indexes
             ],
         }
         for t in topics

@@ -12,6 +12,10 @@ Behavior:
   partition: UNKNOWN_TOPIC_OR_PARTITION.
 Version notes: v3 adds replica_id (-1 for consumers checking for truncation);
   v4 is flexible.
+- Authorization (with an authorizer configured), as KafkaApis: CLUSTER_ACTION on
+  the cluster (brokers) covers every topic; otherwise (consumers checking for
+  truncation, KIP-320) DESCRIBE on each topic, else its partitions answer
+  TOPIC_AUTHORIZATION_FAILED.
 Leaves out: throttling.
 """
 
@@ -20,8 +24,10 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry
+from broker.authorized_operations import denied, unrestricted
 from broker.context import RequestContext
-from protocol.errors import KafkaError
+from broker.security.acls import AclOperation, ResourceType
+from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 23
 
@@ -33,12 +39,21 @@ def _end_offset(ctx: RequestContext, topic: str, p: Any) -> tuple[int, int]:
     return plog.leader_epochs.end_offset_for(p.leader_epoch, plog.log_end_offset)
 
 
+def _forbidden(ctx: RequestContext, req: Any) -> frozenset[str]:
+    if unrestricted(ctx) or ctx.cluster_authorized(AclOperation.CLUSTER_ACTION):
+        return frozenset()
+    return denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.topic for t in req.topics))
+
+
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    forbidden = _forbidden(ctx, req)
     topics = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
             try:
+                if t.topic in forbidden:
+                    raise KafkaError("topic authorization failed", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 epoch, end = _end_offset(ctx, t.topic, p)
                 code = 0
             except KafkaError as exc:

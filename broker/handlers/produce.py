@@ -40,8 +40,22 @@ Behavior:
 Version notes: v5+ carry log_start_offset in the response; v3-8 share the
   request layout; v8 adds record_errors and error_message; v9 is flexible;
   v10 adds the leader hints; v11 is v10's layout.
-Leaves out: throttling, timestamp-difference validation, per-record validation of
-  compressed batches (batches are stored as sent).
+- Authorization (with an authorizer configured; none: nothing is checked), as
+  KafkaApis: a request carrying a transactional batch needs a transactional_id
+  and WRITE on it, else every partition answers
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED and nothing is appended; each topic
+  needs WRITE, else its partitions answer TOPIC_AUTHORIZATION_FAILED (before
+  any other check). One check per distinct topic, none per batch, except that
+  the batches' attributes are scanned for the transactional bit when the
+  request has no transactional id or is not allowed to write it. Idempotent
+  batches need nothing more (Kafka 2.8+ checks IDEMPOTENT_WRITE at
+  InitProducerId only).
+- Client quotas: the record sets' bytes count against the client's
+  producer_byte_rate; over it, the answer carries throttle_time_ms and the
+  connection reads nothing for that long (broker/security/quotas.py).
+Leaves out: timestamp-difference validation, per-record validation of
+  compressed batches (batches are stored as sent); closing the connection of
+  an acks=0 request that failed (it is just not answered).
 """
 
 from __future__ import annotations
@@ -51,11 +65,13 @@ import time
 from typing import Any
 
 from broker import leader_hints, registry
+from broker.authorized_operations import denied
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.replica import Partition
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
-from protocol.records import validate_batches
+from protocol.records import LOG_OVERHEAD, MAGIC, TRANSACTIONAL_BIT, validate_batches
 from storage.cleaner import check_keys
 
 API_KEY = 0
@@ -140,13 +156,78 @@ def _append(
     return result, part, outcome.last_offset
 
 
+_MAGIC_AT = 16
+_ATTRIBUTES_END = 23  # the attributes are the int16 at offsets 21-22 of a batch
+
+
+def _has_transactional_batch(req: Any) -> bool:
+    """Whether a record set of the request holds a transactional batch (Kafka's
+    RequestUtils.hasTransactionalRecords): walks the batch headers by their lengths."""
+    for topic in req.topic_data:
+        for pd in topic.partition_data:
+            buf = pd.records
+            if not buf:
+                continue
+            size = len(buf)
+            pos = 0
+            while pos + _ATTRIBUTES_END <= size:
+                if buf[pos + _MAGIC_AT] == MAGIC and buf[pos + _ATTRIBUTES_END - 1] & TRANSACTIONAL_BIT:
+                    return True
+                length = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True)
+                if length <= 0:
+                    break  # malformed: validation answers CORRUPT_MESSAGE for it
+                pos += LOG_OVERHEAD + length
+    return False
+
+
+def _denied_transaction(ctx: RequestContext, req: Any) -> bool:
+    """Kafka's first check: transactional records need WRITE on the request's transactional id."""
+    txn_id = req.transactional_id
+    if txn_id is not None and ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+        return False
+    return _has_transactional_batch(req)
+
+
+def _refused(ctx: RequestContext, req: Any, code: ErrorCode) -> dict[str, Any] | None:
+    """Every partition answers ``code`` (Kafka's ProduceRequest error response); acks=0: no answer."""
+    if req.acks == 0:
+        return None
+    error = KafkaError("Transactional Id authorization failed.", code)
+    return {
+        "responses": [
+            {
+                "name": topic.name,
+                "partition_responses": [_error_result(ctx, pd.index, error) for pd in topic.partition_data],
+            }
+            for topic in req.topic_data
+        ],
+        "throttle_time_ms": 0,
+    }
+
+
 def handle(ctx: RequestContext, req: Any) -> Any:
     acks = req.acks
+    forbidden: frozenset[str] = frozenset()
+    if ctx.broker.security.authorizer is not None:
+        if _denied_transaction(ctx, req):
+            return _refused(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        forbidden = denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data))
     now_ms = int(time.time() * 1000)
     responses: list[dict[str, Any]] = []
     to_sync: list[tuple[dict[str, Any], Partition, int]] = []
     for topic in req.topic_data:
         parts = []
+        if forbidden and topic.name in forbidden:
+            responses.append(
+                {
+                    "name": topic.name,
+                    "partition_responses": [
+                        _partition_result(pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                        for pd in topic.partition_data
+                    ],
+                }
+            )
+            continue
         for pd in topic.partition_data:
             if acks not in (-1, 0, 1):
                 parts.append(_partition_result(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
@@ -166,6 +247,9 @@ def handle(ctx: RequestContext, req: Any) -> Any:
                 to_sync.append((result, part, last))
         responses.append({"name": topic.name, "partition_responses": parts})
     response = {"responses": responses, "throttle_time_ms": 0}
+    quotas = ctx.broker.security.quotas
+    if quotas.enabled:  # producer_byte_rate, acks=0 included (broker/security/quotas.py)
+        response["throttle_time_ms"] = quotas.record_produce(ctx, req)
     if acks == 0:
         return None
     if to_sync:

@@ -14,7 +14,9 @@ Behavior:
   protocol type and name.
 Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds group_instance_id; v4 is
   flexible; v5 adds protocol_type and protocol_name.
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis: READ on the
+  group, else GROUP_AUTHORIZATION_FAILED (checked before the protocol checks above).
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ from broker import registry
 from broker.context import RequestContext
 from broker.groups import deferred
 from broker.groups.model import SyncResult
+from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 14
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, req.group_id):
+        return {"throttle_time_ms": 0, "error_code": ErrorCode.GROUP_AUTHORIZATION_FAILED, "assignment": b""}
     assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
     instance = req.group_instance_id if ctx.version >= 3 else None
 

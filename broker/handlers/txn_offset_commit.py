@@ -14,7 +14,13 @@ Behavior:
   producer outside the group, always accepted.
 Version notes: v2 adds committed_leader_epoch; v3 is flexible with the member
   fields; v4 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
-Leaves out: throttling; authorization.
+- Authorization (with an authorizer configured), as KafkaApis: WRITE on the
+  transactional id, else every partition answers
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else every
+  partition answers GROUP_AUTHORIZATION_FAILED; READ on each topic, else its
+  partitions answer TOPIC_AUTHORIZATION_FAILED (before
+  UNKNOWN_TOPIC_OR_PARTITION) and the rest are committed.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -22,10 +28,12 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry
+from broker.authorized_operations import ALL_NAMES, denied, split_denied
 from broker.context import RequestContext
 from broker.groups import deferred
 from broker.groups.coordinator import OffsetCommit
 from broker.groups.model import TopicPartition
+from broker.security.acls import AclOperation, ResourceType
 from broker.topic_results import partition_codes, split_unknown
 from protocol.errors import ErrorCode
 
@@ -33,7 +41,18 @@ API_KEY = 28
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
-    codes, present = split_unknown(ctx.broker.cluster.topics(), req.topics)
+    refusal = None
+    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, req.transactional_id):
+        refusal = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif not ctx.authorized(AclOperation.READ, ResourceType.GROUP, req.group_id):
+        refusal = ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if refusal is not None:
+        refused, _ = split_denied(req.topics, ALL_NAMES, refusal)
+        return {"throttle_time_ms": 0, "topics": partition_codes(req.topics, refused)}
+    forbidden = denied(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
+    refused, allowed = split_denied(req.topics, forbidden)
+    codes, present = split_unknown(ctx.broker.cluster.topics(), allowed)
+    codes.update(refused)
     commits: dict[TopicPartition, OffsetCommit] = {}
     for tp, p in present:
         epoch = p.committed_leader_epoch if ctx.version >= 2 else -1

@@ -10,7 +10,10 @@ Behavior:
   TRANSACTION_COORDINATOR_FENCED. Markers on `__consumer_offsets` settle the
   transaction's offset commits.
 Version notes: v1 is flexible.
-Leaves out: authorization (Kafka asks for CLUSTER_ACTION).
+- Authorization (with an authorizer configured), as KafkaApis: ALTER or
+  CLUSTER_ACTION on the cluster, else every partition of every marker answers
+  CLUSTER_AUTHORIZATION_FAILED and nothing is written.
+Leaves out: throttling.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.security.acls import AclOperation
 from broker.txn.markers import write_local
+from protocol.errors import ErrorCode
 
 API_KEY = 27
 
@@ -53,7 +58,32 @@ async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {"markers": [await _marker(ctx, m) for m in req.markers]}
 
 
+def _refused(req: Any) -> dict[str, Any]:
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    return {
+        "markers": [
+            {
+                "producer_id": m.producer_id,
+                "topics": [
+                    {
+                        "name": t.name,
+                        "partitions": [
+                            {"partition_index": p, "error_code": code} for p in t.partition_indexes
+                        ],
+                    }
+                    for t in m.topics
+                ],
+            }
+            for m in req.markers
+        ]
+    }
+
+
 def handle(ctx: RequestContext, req: Any) -> Any:
+    if not ctx.cluster_authorized(AclOperation.ALTER) and not ctx.cluster_authorized(
+        AclOperation.CLUSTER_ACTION
+    ):
+        return _refused(req)
     return _handle(ctx, req)
 
 

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from broker.replica.link import LeaderLink
+from broker.replica.link import LeaderLink, LinkSecurity
 from broker.replica.manager import ReplicaManager
 from broker.replica.partition import Partition
 from protocol.errors import ErrorCode, ProtocolError
@@ -72,6 +72,7 @@ class ReplicaFetcher:
         self._stopping = False
         self._correlation = 0
         self._link: LeaderLink | None = None
+        self.link_security: LinkSecurity | None = None
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
@@ -97,7 +98,9 @@ class ReplicaFetcher:
             address = self._address(self.leader_id)
             if address is None:
                 raise ConnectionError(f"broker {self.leader_id} is not registered")
-            self._link = await asyncio.wait_for(LeaderLink.connect(*address), 5)
+            self._link = await asyncio.wait_for(
+                LeaderLink.connect(*address, self.link_security, f"replica-{self.replicas.node_id}"), 10
+            )
         self._correlation += 1
         header = encode_request_header(
             api_key, version, self._correlation, f"replica-{self.replicas.node_id}"
@@ -264,6 +267,7 @@ class FetcherManager:
         self.replicas = replicas
         self._address = address
         self._fetchers: dict[int, ReplicaFetcher] = {}
+        self.link_security: LinkSecurity | None = None  # set by the broker for a secured listener
 
     def follow(self, followed: list[Partition]) -> None:
         """Make the fetchers fetch exactly ``followed`` (each from its current leader)."""
@@ -275,6 +279,7 @@ class FetcherManager:
             fetcher = self._fetchers.get(leader_id)
             if fetcher is None:
                 fetcher = self._fetchers[leader_id] = ReplicaFetcher(self.replicas, leader_id, self._address)
+                fetcher.link_security = self.link_security
                 fetcher.start()
             fetcher.partitions = parts
         for leader_id in [i for i in self._fetchers if i not in wanted]:

@@ -13,15 +13,25 @@ Contract: `request` sends one frame and returns the next response frame
 the next `request`: the caller finishes with it (and with every view into
 it) before asking again. A closed connection raises ConnectionResetError, a
 frame larger than `MAX_FRAME` raises ProtocolError. One caller at a time.
+
+On a secured inter-broker listener (`LinkSecurity`) the link speaks TLS and,
+for SASL, logs in once connected (SaslHandshake v1, then SaslAuthenticate v2
+round trips with protocol/sasl_client.py) before any other request; a refused
+login raises ConnectionRefusedError with the broker's message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import struct
-from typing import cast
+from dataclasses import dataclass
+from typing import Any, cast
 
 from protocol.errors import ProtocolError
+from protocol.headers import encode_request_header, skip_response_header
+from protocol.messages import decode_response, encode_request
+from protocol.sasl_client import SaslAuthenticationError, new_client
 
 _SIZE = struct.Struct(">i")
 MAX_FRAME = 128 << 20  # well above a Fetch response of max_bytes (16 MiB) plus headers
@@ -87,14 +97,67 @@ class _FrameReader(asyncio.BufferedProtocol):
         return fut
 
 
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+
+
+@dataclass(frozen=True)
+class LinkSecurity:
+    """How a broker reaches the others on the inter-broker listener: TLS, and a SASL login."""
+
+    ssl_context: ssl.SSLContext | None = None
+    check_hostname: bool = True
+    mechanism: str | None = None
+    username: str = ""
+    password: str = ""
+
+
 class LeaderLink:
     def __init__(self, reader: _FrameReader) -> None:
         self._reader = reader
 
     @classmethod
-    async def connect(cls, host: str, port: int) -> LeaderLink:
-        _, reader = await asyncio.get_running_loop().create_connection(_FrameReader, host, port)
-        return cls(reader)
+    async def connect(
+        cls, host: str, port: int, security: LinkSecurity | None = None, client_id: str = "broker"
+    ) -> LeaderLink:
+        tls: dict[str, Any] = {}
+        if security is not None and security.ssl_context is not None:
+            tls = {"ssl": security.ssl_context, "server_hostname": host if security.check_hostname else None}
+        _, reader = await asyncio.get_running_loop().create_connection(_FrameReader, host, port, **tls)
+        link = cls(reader)
+        if security is not None and security.mechanism is not None:
+            try:
+                await link._login(security, client_id)
+            except BaseException:
+                link.close()
+                raise
+        return link
+
+    async def _call(self, api_key: int, version: int, body: dict[str, Any], client_id: str) -> Any:
+        payload = encode_request_header(api_key, version, 0, client_id) + encode_request(
+            api_key, version, body
+        )
+        frame = await self.request(payload)
+        return decode_response(
+            api_key, version, bytes(frame[skip_response_header(frame, api_key, version) :])
+        )
+
+    async def _login(self, security: LinkSecurity, client_id: str) -> None:
+        assert security.mechanism is not None
+        answer = await self._call(SASL_HANDSHAKE, 1, {"mechanism": security.mechanism}, client_id)
+        if answer.error_code:
+            raise ConnectionRefusedError(f"SASL mechanism {security.mechanism} is not enabled there")
+        mechanism = new_client(security.mechanism, security.username, security.password)
+        token: bytes | None = mechanism.first()
+        while token is not None:
+            answer = await self._call(SASL_AUTHENTICATE, 2, {"auth_bytes": token}, client_id)
+            if answer.error_code:
+                raise ConnectionRefusedError(
+                    f"SASL login as {security.username!r} refused: {answer.error_message}"
+                )
+            try:
+                token = mechanism.respond(bytes(answer.auth_bytes))
+            except (SaslAuthenticationError, RuntimeError) as exc:
+                raise ConnectionRefusedError(f"SASL login as {security.username!r}: {exc}") from None
 
     async def request(self, payload: bytes) -> memoryview:
         """Send ``payload`` as one frame; the response frame (correlation id, header, body)."""

@@ -28,7 +28,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from broker.groups.store import OFFSETS_TOPIC
-from broker.replica.link import LeaderLink
+from broker.replica.link import LeaderLink, LinkSecurity
 from protocol.errors import ErrorCode, KafkaError
 from protocol.headers import encode_request_header, skip_response_header
 from protocol.messages import decode_response, encode_request
@@ -118,6 +118,7 @@ class MarkerWriter:
         self._groups = groups
         self._cluster = cluster
         self._listener = listener
+        self.link_security: LinkSecurity | None = None  # set by the broker for a secured listener
         self._links: dict[int, LeaderLink] = {}
         self._locks: dict[int, asyncio.Lock] = {}
         self._correlation = 0
@@ -207,7 +208,10 @@ class MarkerWriter:
                 address = (node.host, node.port)
             if address is None:
                 raise ConnectionError(f"broker {node_id} is not registered")
-            link = self._links[node_id] = await asyncio.wait_for(LeaderLink.connect(*address), 5)
+            link = self._links[node_id] = await asyncio.wait_for(
+                LeaderLink.connect(*address, self.link_security, f"txn-coordinator-{self._replicas.node_id}"),
+                10,
+            )
         self._correlation += 1
         header = encode_request_header(
             WRITE_TXN_MARKERS, MARKERS_VERSION, self._correlation, f"txn-coordinator-{self._replicas.node_id}"

@@ -46,4 +46,4 @@ def test_each_listener_advertises_its_own_address(tmp_path: Path) -> None:
         assert got == list(range(10))
     finally:
         broker.stop()
-    assert f"listener OUTSIDE on 127.0.0.1:{outside}" in broker.log()
+    assert f"listener OUTSIDE (PLAINTEXT) on 127.0.0.1:{outside}" in broker.log()

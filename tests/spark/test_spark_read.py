@@ -304,3 +304,22 @@ def test_more_bad_options(
     with pytest.raises(Exception, match="only|contradict|positive|manages") as info:
         _reader(spark, broker, **options).load().collect()
     assert message.lower() in str(info.value).lower()
+
+
+def test_read_and_write_over_sasl_ssl(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``kafka.``-prefixed security options reach the bundled client, as in Spark's Kafka source."""
+    from tests.compat.security_broker import secure_broker
+
+    with secure_broker(tmp_path_factory.mktemp("spark-sasl")) as sb:
+        create_topics(sb.proc.bootstrap, secured=2)
+        conf = {f"kafka.{k}": v for k, v in sb.confluent("scram512").items()}
+        rows = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(20)]
+        out = spark.createDataFrame(rows, "key binary, value binary").write.format("minikafka")
+        for k, v in conf.items():
+            out = out.option(k, v)
+        out.mode("append").option("topic", "secured").save()
+        reader = spark.read.format("minikafka").option("subscribe", "secured")
+        for k, v in conf.items():
+            reader = reader.option(k, v)
+        got = sorted((r.key, r.value) for r in reader.load().collect())
+        assert got == sorted(rows)

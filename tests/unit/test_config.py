@@ -36,7 +36,7 @@ def test_listeners_key(tmp_path: Path) -> None:
         ("just a line\n", "unknown configuration key 'just'"),
         ("log.retention.msec=5\n", "did you mean log.retention.ms?"),
         ("listeners=nonsense\n", "expected NAME://host:port"),
-        ("listeners=SSL://:9093\n", "serves a PLAINTEXT client listener"),
+        ("listeners=FOO://:9093\n", "security protocol 'FOO'"),
     ],
 )
 def test_bad_config_names_the_key(tmp_path: Path, text: str, message: str) -> None:
@@ -153,7 +153,7 @@ def test_unknown_topic_config_suggests_the_closest_name() -> None:
     }
 
 
-def test_every_plaintext_listener_is_served_with_its_advertised_address(tmp_path: Path) -> None:
+def test_every_client_listener_is_served_with_its_protocol_and_advertised_address(tmp_path: Path) -> None:
     f = tmp_path / "p"
     f.write_text(
         "listeners=INTERNAL://0.0.0.0:19092,EXTERNAL://:9093,CONTROLLER://:9094,SECURE://:9095\n"
@@ -164,14 +164,20 @@ def test_every_plaintext_listener_is_served_with_its_advertised_address(tmp_path
     )
     cfg = BrokerConfig.load(f)
     assert [
-        (s.name, s.host, s.port, s.advertised_host, s.advertised_port) for s in cfg.served_listeners()
+        (s.name, s.host, s.port, s.advertised_host, s.advertised_port, s.protocol)
+        for s in cfg.served_listeners()
     ] == [
-        ("INTERNAL", "0.0.0.0", 19092, "broker-2", 19092),
-        ("EXTERNAL", "0.0.0.0", 9093, "localhost", 9093),
+        ("INTERNAL", "0.0.0.0", 19092, "broker-2", 19092, "PLAINTEXT"),
+        ("EXTERNAL", "0.0.0.0", 9093, "localhost", 9093, "PLAINTEXT"),
+        ("SECURE", "0.0.0.0", 9095, "0.0.0.0", 0, "SSL"),
     ]
     assert cfg.inter_broker_listener == "INTERNAL"
     flags = BrokerConfig.load(f, overrides={"port": 0, "advertised.host": "b2"})
-    assert [(s.port, s.advertised_host) for s in flags.served_listeners()] == [(0, "b2"), (9093, "localhost")]
+    assert [(s.port, s.advertised_host) for s in flags.served_listeners()] == [
+        (0, "b2"),
+        (9093, "localhost"),
+        (9095, "0.0.0.0"),
+    ]
 
 
 def test_listener_mistakes_are_one_line_errors(tmp_path: Path) -> None:

@@ -99,8 +99,16 @@ def test_znodes_round_trip_and_read_kafkas_json() -> None:
     kafka_1 = znodes.decode_broker(1, kafka_broker)
     assert (kafka_1.host, kafka_1.port) == ("kafka-1", 9092)
     assert kafka_1.address("CONTROLLER") == ("h", 1) and kafka_1.address("EXTERNAL") is None
-    two = BrokerNode(2, "b2", 19092, None, (("INTERNAL", "b2", 19092), ("EXTERNAL", "::1", 9093)))
+    two = BrokerNode(
+        2,
+        "b2",
+        19092,
+        None,
+        (("INTERNAL", "b2", 19092), ("EXTERNAL", "::1", 9093)),
+        (("INTERNAL", "PLAINTEXT"), ("EXTERNAL", "SASL_SSL")),
+    )
     assert znodes.decode_broker(2, znodes.encode_broker(two)) == two
+    assert b'"EXTERNAL": "SASL_SSL"' in znodes.encode_broker(two)
     assert b"EXTERNAL://[::1]:9093" in znodes.encode_broker(two)
     assert znodes.decode_broker(3, znodes.encode_broker(BrokerNode(3, "h", 7))).address("PLAINTEXT") == (
         "h",

@@ -103,7 +103,9 @@ def encode_broker(b: BrokerNode) -> bytes:
             "host": b.host,
             "port": b.port,
             "endpoints": [f"{name}://{_bracket(host)}:{port}" for name, host, port in endpoints],
-            "listener_security_protocol_map": {name: "PLAINTEXT" for name, _, _ in endpoints},
+            "listener_security_protocol_map": {
+                name: dict(b.protocols).get(name, "PLAINTEXT") for name, _, _ in endpoints
+            },
             "rack": b.rack,
             "jmx_port": -1,
             "features": {},
@@ -130,7 +132,10 @@ def decode_broker(node_id: int, data: bytes) -> BrokerNode:
             endpoints.append((name.upper(), host.strip("[]"), int(port)))
     if endpoints:
         _, host, port = next((e for e in endpoints if e[0] == "PLAINTEXT"), endpoints[0])
-        return BrokerNode(node_id, host, port, doc.get("rack"), tuple(endpoints))
+        given = doc.get("listener_security_protocol_map")
+        given = given if isinstance(given, dict) else {}
+        protocols = tuple((name, str(given.get(name, "PLAINTEXT")).upper()) for name, _, _ in endpoints)
+        return BrokerNode(node_id, host, port, doc.get("rack"), tuple(endpoints), protocols)
     host, port = doc.get("host"), doc.get("port")
     if not isinstance(host, str) or not isinstance(port, int):
         raise ValueError(f"broker {node_id}: no endpoint")
