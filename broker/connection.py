@@ -163,7 +163,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if ssl_object is not None:
                 try:
                     self.session.principal = peer_principal(ssl_object, security.mapper)
-                except LookupError as exc:  # no ssl.principal.mapping.rules rule applies: Kafka refuses
+                except (LookupError, ValueError) as exc:  # no mapping rule applies, or an unreadable DN
                     self.close(f"TLS client refused: {exc}")
                     return
         self._idle_timer = asyncio.get_running_loop().call_later(self._idle_s, self._check_idle)
@@ -214,7 +214,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if self._frame_filled < len(frame):
                 return
             self._frame = None
-            self._handle_frame(frame if _is_produce(frame) else bytes(frame))
+            if self._ending is None and not self._closing:  # closing: nothing more is served
+                self._handle_frame(frame if _is_produce(frame) else bytes(frame))
             self.broker.frames.give(frame)
         self._process_buffer()
 
@@ -333,6 +334,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             delay = self.broker.security.failed_auth_delay_s
             self._ending = f"SASL authentication failed: {exc}"
             asyncio.get_running_loop().call_later(delay, self.close, self._ending)
+            self._update_reading()
             return
         self._emit([_I32.pack(len(answer)) + answer])
 
@@ -342,6 +344,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._ending = reason
         if not self._slots:
             self.close(reason)
+        else:
+            self._update_reading()
 
     async def _complete(self, slot: _Slot, header: RequestHeader, pending: Any, started: float) -> None:
         try:
@@ -424,7 +428,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self.transport is None or self._closing:
             return
         should_pause = (
-            self._write_paused or len(self._slots) >= self._max_queued or self._throttle_timer is not None
+            self._write_paused
+            or len(self._slots) >= self._max_queued
+            or self._throttle_timer is not None
+            or self._ending is not None  # about to close: read (and buffer) nothing more
         )
         if should_pause and not self._read_paused:
             self._read_paused = True

@@ -58,6 +58,7 @@ class BrokerServer:
                 reuse_address=True,
                 backlog=1024,
                 ssl=broker.security.ssl_context(listener.name),
+                ssl_handshake_timeout=10.0 if broker.security.ssl_context(listener.name) else None,
             )
             self._servers.append(server)
             bound[listener.name] = server.sockets[0].getsockname()[1]

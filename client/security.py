@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import ssl
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from client.errors import AuthenticationError, ConfigError
@@ -39,7 +39,7 @@ class ClientSecurity:
     check_hostname: bool = True
     mechanism: str | None = None
     username: str = ""
-    password: str = ""
+    password: str = field(default="", repr=False)
 
     @property
     def sasl(self) -> bool:

@@ -9,6 +9,8 @@ Behavior:
   (empty name or salt, iterations outside 4096..16384), DUPLICATE_RESOURCE
   (the same user and mechanism twice), RESOURCE_NOT_FOUND (deleting a
   credential that does not exist).
+- Needs ALTER on the CLUSTER (with an authorizer), else every user answers
+  CLUSTER_AUTHORIZATION_FAILED and nothing changes.
 - Durable before the answer: the data directory's file on a single broker,
   ZooKeeper ``/config/users/<name>`` in a cluster (every broker picks it up).
 Version notes: flexible from v0.
@@ -20,12 +22,23 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.security.acls import AclOperation
 from broker.security.credentials import Deletion, Upsertion
+from protocol.errors import ErrorCode
 
 API_KEY = 51
 
 
 async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    if not ctx.cluster_authorized(AclOperation.ALTER):
+        users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+        return {
+            "throttle_time_ms": 0,
+            "results": [
+                {"user": u, "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "error_message": None}
+                for u in users
+            ],
+        }
     results = await ctx.broker.security.credentials.alter(
         [Deletion(d.name, d.mechanism) for d in req.deletions],
         [

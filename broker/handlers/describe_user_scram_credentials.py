@@ -5,6 +5,9 @@ Behavior:
   user with credentials when ``users`` is null); never salts or keys.
 - A user without credentials: RESOURCE_NOT_FOUND; a user named twice:
   DUPLICATE_RESOURCE; each with Kafka's message.
+- Needs DESCRIBE on the CLUSTER (with an authorizer), else a top-level
+  CLUSTER_AUTHORIZATION_FAILED. An empty list of users, like null, asks for
+  every user (as Kafka's ScramImage.describe).
 Version notes: flexible from v0.
 """
 
@@ -14,13 +17,22 @@ from typing import Any
 
 from broker import registry
 from broker.context import RequestContext
+from broker.security.acls import AclOperation
 from broker.security.credentials import Result
+from protocol.errors import ErrorCode
 
 API_KEY = 50
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    users = None if req.users is None else [u.name for u in req.users]
+    if not ctx.cluster_authorized(AclOperation.DESCRIBE):
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": None,
+            "results": [],
+        }
+    users = [u.name for u in req.users] if req.users else None
     results = []
     for entry in ctx.broker.security.credentials.describe(users):
         if isinstance(entry, Result):

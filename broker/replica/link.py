@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from protocol.errors import ProtocolError
@@ -108,7 +108,7 @@ class LinkSecurity:
     check_hostname: bool = True
     mechanism: str | None = None
     username: str = ""
-    password: str = ""
+    password: str = field(default="", repr=False)
 
 
 class LeaderLink:

@@ -75,6 +75,7 @@ class BrokerSecurity:
                 raise ConfigError(str(exc)) from None
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._users_write_lock = asyncio.Lock()
         self._users_changed = asyncio.Event()
         # -- client quotas (quotas.py): user quotas are kept beside the SCRAM keys (`_write_users`)
         self.quotas = ClientQuotas(
@@ -145,7 +146,8 @@ class BrokerSecurity:
             try:
                 self.reload_tls()
                 if self._file is not None and self._file.changed():
-                    self.credentials.replace_all(self._file.load())
+                    async with self.credentials.lock:
+                        self.credentials.replace_all(self._file.load())
                     log.info("SCRAM credentials re-read from %s", self._file.path)
                 elif self.zk is not None:
                     await self._read_zk_users()
@@ -156,20 +158,24 @@ class BrokerSecurity:
 
     # -- users ----------------------------------------------------------------------------------
     async def _write_users(self, changes: dict[str, dict[str, str | None]]) -> None:
-        if self._file is not None:
-            await asyncio.to_thread(self._file.apply, changes)
-            return
-        from broker.security import zk_users
+        """Merge ``changes`` into the durable user configs (SCRAM credentials and user quotas share
+        them), one writer at a time: the file is read, changed and replaced as a whole."""
+        async with self._users_write_lock:
+            if self._file is not None:
+                await asyncio.to_thread(self._file.apply, changes)
+                return
+            from broker.security import zk_users
 
-        assert self.zk is not None
-        await self.zk.run(zk_users.write_users, self.zk.client, changes)
+            assert self.zk is not None
+            await self.zk.run(zk_users.write_users, self.zk.client, changes)
 
     async def _read_zk_users(self) -> None:
         from broker.security import zk_users
 
         assert self.zk is not None
-        users = await self.zk.run(zk_users.read_users, self.zk.client, self._zk_fired)
-        self.credentials.replace_all(users)
+        async with self.credentials.lock:  # not interleaved with an alteration's write and update
+            users = await self.zk.run(zk_users.read_users, self.zk.client, self._zk_fired)
+            self.credentials.replace_all(users)
 
     def _zk_fired(self, _event: Any) -> None:
         """A ZooKeeper watch (kazoo's thread); one callback, so re-arming it never adds another."""

@@ -21,6 +21,7 @@ and answers per user; a user that fails validation changes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -85,6 +86,7 @@ class CredentialStore:
         cluster, visible to every broker) before `alter` answers."""
         self._write = write
         self._users: dict[str, dict[str, ScramCredential]] = {}
+        self.lock = asyncio.Lock()  # alterations, and re-reads of the durable copy, one at a time
 
     def replace_all(self, configs: UserConfigs) -> None:
         self._users = credentials_of(configs)
@@ -128,7 +130,14 @@ class CredentialStore:
         return out
 
     async def alter(self, deletions: list[Deletion], upsertions: list[Upsertion]) -> list[Result]:
-        """AlterUserScramCredentials: validate per user, write the valid users' changes, answer per user."""
+        """AlterUserScramCredentials: validate per user, write the valid users' changes, answer per user.
+
+        One alteration at a time (`lock`): each validates against, and then updates, what the
+        previous one left, and the file is never written by two at once."""
+        async with self.lock:
+            return await self._alter(deletions, upsertions)
+
+    async def _alter(self, deletions: list[Deletion], upsertions: list[Upsertion]) -> list[Result]:
         errors: dict[str, Result] = {}
         seen: dict[str, set[int]] = {}
         for user, mechanism in [(d.user, d.mechanism) for d in deletions] + [
@@ -154,41 +163,61 @@ class CredentialStore:
                     ErrorCode.RESOURCE_NOT_FOUND,
                     "Attempt to delete a user credential that does not exist",
                 )
-        changes: dict[str, dict[str, str | None]] = {}
+        made: dict[str, dict[str, ScramCredential | None]] = {}
         for u in upsertions:
             if u.user in errors:
                 continue
-            mechanism = MECHANISM_CODES[u.mechanism]
-            if not scram.MIN_ITERATIONS <= u.iterations <= scram.MAX_ITERATIONS:
-                errors[u.user] = Result(
-                    u.user,
-                    ErrorCode.UNACCEPTABLE_CREDENTIAL,
-                    f"Iterations {u.iterations} not in the range [{scram.MIN_ITERATIONS}, {scram.MAX_ITERATIONS}] allowed for {mechanism}",
-                )
-                continue
-            if not u.salt or not u.salted_password:
-                errors[u.user] = Result(
-                    u.user, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty"
-                )
-                continue
-            cred = scram.credential_from_salted_password(mechanism, u.salted_password, u.salt, u.iterations)
-            changes.setdefault(u.user, {})[mechanism] = scram.format_credential(cred)
+            problem = _unacceptable(u)
+            if problem is None:
+                mechanism = MECHANISM_CODES[u.mechanism]
+                try:
+                    made.setdefault(u.user, {})[mechanism] = scram.credential_from_salted_password(
+                        mechanism, u.salted_password, u.salt, u.iterations
+                    )
+                    continue
+                except ValueError as exc:
+                    problem = str(exc)
+            errors[u.user] = Result(u.user, ErrorCode.UNACCEPTABLE_CREDENTIAL, problem)
         for d in deletions:
             if d.user not in errors:
-                changes.setdefault(d.user, {})[MECHANISM_CODES[d.mechanism]] = None
-        changes = {user: c for user, c in changes.items() if user not in errors}
-        if changes:
-            await self._write(changes)
-            for user, change in changes.items():
-                for mechanism, text in change.items():
-                    if text is None:
+                made.setdefault(d.user, {})[MECHANISM_CODES[d.mechanism]] = None
+        made = {user: c for user, c in made.items() if user not in errors}
+        if made:
+            await self._write(
+                {
+                    user: {m: None if c is None else scram.format_credential(c) for m, c in change.items()}
+                    for user, change in made.items()
+                }
+            )
+            for user, change in made.items():
+                for mechanism, cred in change.items():
+                    if cred is None:
                         self._users.get(user, {}).pop(mechanism, None)
                     else:
-                        self._users.setdefault(user, {})[mechanism] = scram.parse_credential(mechanism, text)
+                        self._users.setdefault(user, {})[mechanism] = cred
                 if user in self._users and not self._users[user]:
                     del self._users[user]
         users = list(dict.fromkeys([d.user for d in deletions] + [u.user for u in upsertions]))
         return [errors.get(user, Result(user)) for user in users]
+
+
+MAX_SALT_BYTES = 256
+"""Longer salts are refused (UNACCEPTABLE_CREDENTIAL): a credential's text form must stay parseable."""
+
+
+def _unacceptable(u: Upsertion) -> str | None:
+    """Why an upsertion cannot be stored, or None."""
+    mechanism = MECHANISM_CODES[u.mechanism]
+    if not scram.MIN_ITERATIONS <= u.iterations <= scram.MAX_ITERATIONS:
+        return (
+            f"Iterations {u.iterations} not in the range"
+            f" [{scram.MIN_ITERATIONS}, {scram.MAX_ITERATIONS}] allowed for {mechanism}"
+        )
+    if not u.salt or not u.salted_password:
+        return "Salt and salted password must not be empty"
+    if len(u.salt) > MAX_SALT_BYTES:
+        return f"Salt longer than {MAX_SALT_BYTES} bytes"
+    return None
 
 
 def local_users_file(data_dir: Path) -> ConfigMapFile:

@@ -1,7 +1,7 @@
 """Small files of security state (credentials, ACLs, quotas) in the data directory, replaced durably.
 
-`replace_durably` writes a temporary file beside the target (mode 0600: it may
-hold salted credentials), fsyncs it, renames it over the target and fsyncs the
+`replace_durably` writes a temporary file beside the target (mode 0600: it
+may hold salted credentials), fsyncs it, renames it over the target and fsyncs the
 directory, so after a crash the file is either the old one or the new one,
 whole. `stamp` is what tells a file changed on disk: (mtime, size, inode).
 `ConfigMapFile` is the JSON file of named configs that the SCRAM credentials
@@ -16,6 +16,8 @@ from pathlib import Path
 
 
 def replace_durably(path: Path, data: bytes) -> None:
+    """Callers serialize their writes to one file (the temporary file's name is fixed, so one left
+    by a crash is simply overwritten by the next write)."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     try:

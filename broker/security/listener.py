@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from broker.config import BrokerConfig, ConfigError, ServedListener
+from broker.config import SASL_MECHANISMS, BrokerConfig, ConfigError, ServedListener
 from broker.replica.link import LinkSecurity
 from broker.security import jaas
 from broker.security.principal_mapping import SslPrincipalMapper
@@ -37,9 +37,9 @@ class ListenerSecurity:
     tls: ServerTls | None = None
     mapper: SslPrincipalMapper | None = None
     mechanisms: tuple[str, ...] = ()
-    plain_users: dict[str, str] = field(default_factory=dict)
+    plain_users: dict[str, str] = field(default_factory=dict, repr=False)
     # mechanism -> (username, password): the broker's own login, from that mechanism's JAAS options
-    logins: dict[str, tuple[str, str]] = field(default_factory=dict)
+    logins: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
 
     @property
     def sasl(self) -> bool:
@@ -78,6 +78,12 @@ def listener_security(config: BrokerConfig, listener: ServedListener) -> Listene
         raw = _lookup(config, name, "sasl.enabled.mechanisms")
         mechanisms = str(config["sasl.enabled.mechanisms"]) if raw is None else raw
         out.mechanisms = tuple(m.strip().upper() for m in mechanisms.split(",") if m.strip())
+        unknown = [m for m in out.mechanisms if m not in SASL_MECHANISMS]
+        if unknown or not out.mechanisms:
+            raise ConfigError(
+                f"listener {name}: sasl.enabled.mechanisms {mechanisms!r}: minikafka supports"
+                f" {', '.join(SASL_MECHANISMS)}"
+            )
         for mechanism in out.mechanisms:
             entry = _jaas(config, name, mechanism)
             if entry is None:

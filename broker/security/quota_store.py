@@ -112,7 +112,7 @@ def _children(client: KazooClient, path: str) -> list[str]:
 def read_zk_quotas(client: KazooClient, watch: Callable[[Any], None] | None = None) -> Quotas:
     """Every entity's quotas from ZooKeeper; arms ``watch`` on ``/config/changes`` when given."""
     configs: dict[str, dict[str, str]] = {
-        f"users/{name}": config for name, config in zk_users.read_users(client, watch).items()
+        f"users/{sanitize(name)}": config for name, config in zk_users.read_users(client, watch).items()
     }
     paths = [f"clients/{c}" for c in _children(client, CLIENTS)]
     pending = [(u, client.get_children_async(f"{CONFIG}/{u}/clients")) for u in list(configs)]

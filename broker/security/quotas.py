@@ -229,7 +229,7 @@ class ClientQuotas:
             text = {k: None if v is None else format_value(k, v) for k, v in change.items()}
             if entity[1] is None:
                 assert entity[0] is not None
-                users[sanitize(entity[0])] = text
+                users[entity[0]] = text  # user configs are keyed by the name itself (zk_users sanitizes)
             else:
                 others[entity_path(entity)] = text
         async with self._lock:
@@ -304,7 +304,7 @@ class ClientQuotas:
 
     def _load_local(self) -> Quotas:
         assert self._file is not None and self._users_file is not None
-        configs = {f"users/{name}": config for name, config in self._users_file.load().items()}
+        configs = {f"users/{sanitize(name)}": config for name, config in self._users_file.load().items()}
         configs.update(self._file.load())
         quotas: Quotas = {}
         add_entities(quotas, configs)

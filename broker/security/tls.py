@@ -71,7 +71,7 @@ import socket
 import ssl
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cryptography import x509
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -146,13 +146,13 @@ class TlsSettings:
 
     keystore_type: str = "PEM"
     keystore_location: str | None = None
-    keystore_password: str | None = None
-    key_password: str | None = None
-    keystore_key: str | None = None
+    keystore_password: str | None = field(default=None, repr=False)
+    key_password: str | None = field(default=None, repr=False)
+    keystore_key: str | None = field(default=None, repr=False)
     keystore_certificate_chain: str | None = None
     truststore_type: str = "PEM"
     truststore_location: str | None = None
-    truststore_password: str | None = None
+    truststore_password: str | None = field(default=None, repr=False)
     truststore_certificates: str | None = None
     client_auth: str = "none"
     enabled_protocols: str = "TLSv1.2,TLSv1.3"

@@ -756,3 +756,27 @@ def test_other_apis_wire_codes(secured: Secured) -> None:
     with secured.raw("admin") as c:  # the super user passes every check
         r = c.request(35, 4, {"topics": None})
         assert r.error_code == 0 and r.results
+
+
+def test_scram_credentials_need_cluster_alter_and_describe(secured: Secured) -> None:
+    """Nobody but those allowed on the cluster may read user names or replace a password."""
+    upsert = {
+        "deletions": [],
+        "upsertions": [
+            {
+                "name": "admin",
+                "mechanism": 2,
+                "iterations": 4096,
+                "salt": b"salt-of-mallory",
+                "salted_password": b"\x01" * 64,
+            }
+        ],
+    }
+    with secured.raw("bob") as c:
+        r = c.request(51, 0, upsert)
+        assert [(u.user, u.error_code) for u in r.results] == [
+            ("admin", ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        ]
+        assert c.request(50, 0, {"users": None}).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    with secured.raw("admin") as c:  # a super user
+        assert c.request(50, 0, {"users": []}).error_code == 0
