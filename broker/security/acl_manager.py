@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 from kazoo.client import KazooClient
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from broker.security import zk_users
 from broker.security.acl_store import (
     ACL_CHANGES,
     CHANGE_PREFIX,
@@ -96,7 +97,6 @@ log = logging.getLogger("minikafka.acls")
 
 RELOAD_S = 5.0  # full re-read from ZooKeeper at least this often
 MAX_UPDATE_RETRIES = 30  # conditional writes of one znode that lost a race before giving up
-CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
 PURGE_EVERY_S = 60.0
 STORED_PATTERN_TYPES = (PatternType.LITERAL, PatternType.PREFIXED)
 # Kafka's AclEntry.RESOURCE_TYPES: the types that get a znode under each store at start-up.
@@ -461,15 +461,6 @@ def _zk_update(
 
 
 def _zk_purge_changes(client: KazooClient, now_ms: int) -> None:
-    """Delete change notifications older than Kafka's 15 minutes (every broker has read them)."""
+    """Delete ACL change notifications older than Kafka's 15 minutes (every broker has read them)."""
     for root in (ACL_CHANGES, EXTENDED_ACL_CHANGES):
-        try:
-            names = [n for n in client.get_children(root) if n.startswith(CHANGE_PREFIX)]
-        except NoNodeError:
-            continue
-        pending = [(f"{root}/{n}", client.exists_async(f"{root}/{n}")) for n in names]
-        for path, result in pending:
-            stat = result.get()
-            if stat is not None and now_ms - stat.ctime > CHANGE_EXPIRATION_MS:
-                with contextlib.suppress(NoNodeError):
-                    client.delete(path)
+        zk_users.purge_changes(client, root, CHANGE_PREFIX, now_ms)

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 from typing import TYPE_CHECKING, Any
 
 from broker.config import BrokerConfig, ConfigError
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("minikafka.security")
 
 RELOAD_S = 5.0
+PURGE_EVERY_S = 60.0
 
 
 class BrokerSecurity:
@@ -76,6 +78,7 @@ class BrokerSecurity:
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._users_write_lock = asyncio.Lock()
+        self._last_purge = 0.0
         self._users_changed = asyncio.Event()
         # -- client quotas (quotas.py): user quotas are kept beside the SCRAM keys (`_write_users`)
         self.quotas = ClientQuotas(
@@ -151,6 +154,7 @@ class BrokerSecurity:
                     log.info("SCRAM credentials re-read from %s", self._file.path)
                 elif self.zk is not None:
                     await self._read_zk_users()
+                    await self._purge_zk_changes()
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -176,6 +180,22 @@ class BrokerSecurity:
         async with self.credentials.lock:  # not interleaved with an alteration's write and update
             users = await self.zk.run(zk_users.read_users, self.zk.client, self._zk_fired)
             self.credentials.replace_all(users)
+
+    async def _purge_zk_changes(self) -> None:
+        """Kafka's expiry of old ``/config/changes`` notifications, at most once a minute."""
+        from broker.security import zk_users
+
+        now = time.monotonic()
+        if self.zk is None or now - self._last_purge < PURGE_EVERY_S:
+            return
+        self._last_purge = now
+        await self.zk.run(
+            zk_users.purge_changes,
+            self.zk.client,
+            zk_users.CHANGES,
+            zk_users.CHANGE_PREFIX,
+            int(time.time() * 1000),
+        )
 
     def _zk_fired(self, _event: Any) -> None:
         """A ZooKeeper watch (kazoo's thread); one callback, so re-arming it never adds another."""

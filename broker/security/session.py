@@ -22,6 +22,7 @@ an SSL listener with a client certificate, else ``User:ANONYMOUS``.
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,22 @@ if TYPE_CHECKING:
     from broker.security.credentials import CredentialStore
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+
+
+def java_host(ip: str) -> str:
+    """A peer address as Java's InetAddress.getHostAddress prints it, the form ACLs' hosts are
+    written in: IPv4 as is, IPv6 in eight uncompressed groups without leading zeros
+    (``::1`` -> ``0:0:0:0:0:0:0:1``), a scope kept; anything unparsable as given."""
+    if ":" not in ip:
+        return ip
+    address, sep, scope = ip.partition("%")
+    try:
+        groups = ipaddress.IPv6Address(address).exploded.split(":")
+    except ValueError:
+        return ip
+    return ":".join(format(int(g, 16), "x") for g in groups) + sep + scope
+
+
 ALLOWED_BEFORE_AUTH = frozenset((API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE))
 
 
@@ -61,7 +78,7 @@ class Session:
         reauth_ms: int,
     ) -> None:
         self.security = security
-        self.host = host  # the client's address, as ACLs' host field matches it
+        self.host = java_host(host)  # the client's address, as ACLs' host field matches it
         self.principal = ANONYMOUS
         self.authenticated = not security.sasl
         self.mechanism: str | None = None

@@ -109,3 +109,23 @@ def merge_entity(client: KazooClient, entity_path: str, change: dict[str, str | 
             continue  # another writer got there first: merge into what it wrote
     note = json.dumps({"version": 2, "entity_path": entity_path}).encode()
     client.create(f"{CHANGES}/{CHANGE_PREFIX}", note, sequence=True, makepath=True)
+
+
+CHANGE_EXPIRATION_MS = 15 * 60 * 1000  # Kafka's ZkNodeChangeNotificationListener.changeExpirationMs
+
+
+def purge_changes(client: KazooClient, root: str, prefix: str, now_ms: int) -> None:
+    """Delete the change notifications under ``root`` older than Kafka's 15 minutes (every broker
+    has read them by then), as Kafka's notification listener does."""
+    try:
+        names = [n for n in client.get_children(root) if n.startswith(prefix)]
+    except NoNodeError:
+        return
+    pending = [(f"{root}/{n}", client.exists_async(f"{root}/{n}")) for n in names]
+    for path, result in pending:
+        stat = result.get()
+        if stat is not None and now_ms - stat.ctime > CHANGE_EXPIRATION_MS:
+            try:
+                client.delete(path)
+            except NoNodeError:
+                continue
