@@ -105,7 +105,7 @@ def _cleanup_policy(v: str) -> str:
     return ",".join(parts)
 
 
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 _AUTHORIZERS = (
     "kafka.security.authorizer.AclAuthorizer",
     "org.apache.kafka.metadata.authorizer.StandardAuthorizer",

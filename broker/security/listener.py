@@ -38,6 +38,7 @@ class ListenerSecurity:
     mapper: SslPrincipalMapper | None = None
     mechanisms: tuple[str, ...] = ()
     plain_users: dict[str, str] = field(default_factory=dict, repr=False)
+    oauth_options: dict[str, str] = field(default_factory=dict)  # OAuthBearerLoginModule's options
     # mechanism -> (username, password): the broker's own login, from that mechanism's JAAS options
     logins: dict[str, tuple[str, str]] = field(default_factory=dict, repr=False)
 
@@ -96,6 +97,8 @@ def listener_security(config: BrokerConfig, listener: ServedListener) -> Listene
                 continue
             if mechanism == "PLAIN":
                 out.plain_users = jaas.plain_users(entry)
+            if mechanism == "OAUTHBEARER":
+                out.oauth_options = {k: v for k, v in entry.options.items() if k.startswith("unsecured")}
             if "username" in entry.options and "password" in entry.options:
                 out.logins[mechanism] = (entry.options["username"], entry.options["password"])
     return out

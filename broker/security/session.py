@@ -12,7 +12,8 @@ Kafka's SASL server sequence (SaslServerAuthenticator), per connection:
    A failed exchange answers SASL_AUTHENTICATION_FAILED with a message, after
    ``connection.failed.authentication.delay.ms``, and then closes.
 4. ``connections.max.reauth.ms`` (KIP-368): SaslAuthenticate v1+ tells the
-   client how long its session lasts; it re-authenticates on the same connection
+   client how long its session lasts (an OAUTHBEARER session ends when its
+   token expires at the latest); it re-authenticates on the same connection
    (SaslHandshake + SaslAuthenticate again, same principal and mechanism) before
    then, and a request other than those three after expiry closes it.
 
@@ -66,6 +67,7 @@ class Session:
         "close_after_response",
         "throttle_ms",
         "expires_at",
+        "lifetime_ms",
         "_reauth_ms",
         "_credentials",
     )
@@ -89,6 +91,7 @@ class Session:
         # once the handler has returned, then sets back to 0
         self.throttle_ms = 0
         self.expires_at: float | None = None  # time.monotonic() past which only re-authentication is served
+        self.lifetime_ms = 0
         self._reauth_ms = reauth_ms
         self._credentials = credentials
 
@@ -110,6 +113,7 @@ class Session:
             mechanism,
             plain_users=self.security.plain_users,
             scram_lookup=self._credentials.lookup,
+            oauth_options=self.security.oauth_options,
         )
         self.raw_tokens = version == 0
         return True
@@ -139,10 +143,16 @@ class Session:
             self.authenticated = True
             self.raw_tokens = False
             self.server = None
-            self.expires_at = time.monotonic() + self._reauth_ms / 1000 if self._reauth_ms > 0 else None
+            self.lifetime_ms = self._reauth_ms if self._reauth_ms > 0 else 0
+            token_expires_ms = getattr(server, "expires_ms", None)  # OAUTHBEARER: the token's expiry
+            if token_expires_ms is not None:
+                left = max(token_expires_ms - int(time.time() * 1000), 1)
+                self.lifetime_ms = min(self.lifetime_ms, left) if self.lifetime_ms else left
+            self.expires_at = time.monotonic() + self.lifetime_ms / 1000 if self.lifetime_ms else None
         return answer
 
     @property
     def session_lifetime_ms(self) -> int:
-        """SaslAuthenticate v1's ``session_lifetime_ms``: 0 when sessions do not expire."""
-        return self._reauth_ms if self.authenticated and self._reauth_ms > 0 else 0
+        """SaslAuthenticate v1's ``session_lifetime_ms``: 0 when sessions do not expire, else the
+        shorter of ``connections.max.reauth.ms`` and an OAUTHBEARER token's remaining life."""
+        return self.lifetime_ms if self.authenticated else 0

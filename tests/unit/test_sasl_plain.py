@@ -107,7 +107,7 @@ def test_no_users() -> None:
 
 
 def test_supported() -> None:
-    assert SUPPORTED == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+    assert SUPPORTED == ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 
 
 def test_new_server() -> None:
@@ -128,7 +128,7 @@ def test_new_server() -> None:
     assert looked_up == [("SCRAM-SHA-256", "bob"), ("SCRAM-SHA-512", "bob")]
 
 
-@pytest.mark.parametrize("mechanism", ["GSSAPI", "OAUTHBEARER", "plain", "SCRAM-SHA-1", ""])
+@pytest.mark.parametrize("mechanism", ["GSSAPI", "oauthbearer", "plain", "SCRAM-SHA-1", ""])
 def test_new_server_unsupported(mechanism: str) -> None:
     with pytest.raises(ValueError, match="Unsupported SASL mechanism"):
         new_server(mechanism, plain_users=USERS, scram_lookup=lambda m, u: None)
