@@ -1,4 +1,4 @@
-"""One client connection: framing, dispatch, responses in request order.
+"""One client connection: dispatch, security, responses in request order.
 
 Wire contract:
 - Every request is `INT32 size` + header + body. A size below 1 or above
@@ -12,15 +12,7 @@ Wire contract:
   closes the connection (what Kafka does). ApiVersions at an unknown version is
   answered with a v0 body carrying UNSUPPORTED_VERSION and our version table.
 
-Receiving (a `BufferedProtocol`): the socket is read straight into our own
-buffers, so no bytes object is made per read. Small frames arrive in a reusable
-read buffer and are copied out once: Produce frames as a `bytearray` (the
-handler patches batch headers in place, so it needs no copy of its own), others
-as `bytes`. A frame of `DIRECT_FRAME_BYTES` or more gets a buffer of its exact
-size from a shared pool (broker/frame_pool.py) as soon as its size prefix is
-in, and the rest of it is read straight into that; a large Produce is handled
-as a writable memoryview of it, so its bytes are copied by the kernel into the
-frame and from the frame into the page cache, and by nothing else.
+Receiving: broker/frame_receiver.py (`FrameReceiver`, which this class extends).
 
 Flow control: reading pauses while more than `queued.max.requests` responses
 are outstanding or while the transport's write buffer is above its high-water
@@ -62,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker import registry
 from broker.context import RequestContext
-from broker.frame_pool import new_buffer
+from broker.frame_receiver import FrameReceiver
 from broker.security.mechanisms import SaslAuthenticationError
 from broker.security.session import Session
 from broker.security.tls import peer_principal
@@ -84,21 +76,9 @@ log = logging.getLogger("minikafka.connection")
 _I32 = struct.Struct(">i")
 _I32_PAIR = struct.Struct(">ii")
 _API_VERSIONS_FALLBACK_VERSION = 0
-_I16 = struct.Struct(">h")
-_PRODUCE_KEY = 0
 
-DIRECT_FRAME_BYTES = 64 * 1024
-"""Frames at least this large are read straight into a buffer of their own."""
-READ_BUFFER_BYTES = 256 * 1024
-"""Size of the reusable read buffer that small frames arrive in."""
 SASL_MAX_RECEIVE_BYTES = 524288
 """Largest frame before SASL authentication completes (Kafka's ``sasl.server.max.receive.size``)."""
-
-
-def _is_produce(frame: memoryview) -> bool:
-    """Whether a frame (size prefix removed) is a Produce request: those are handed over mutable,
-    because the handler patches the batches' offsets in place."""
-    return len(frame) >= 2 and _I16.unpack_from(frame)[0] == _PRODUCE_KEY
 
 
 class _Slot:
@@ -111,20 +91,13 @@ class _Slot:
         self.done = False
 
 
-class KafkaConnection(asyncio.BufferedProtocol):
+class KafkaConnection(FrameReceiver):
     def __init__(self, broker: Broker, listener: str) -> None:
+        super().__init__(broker.frames)
         self.broker = broker
         self.listener = listener  # the name of the listener this connection came in on
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        # The read buffer (anonymous memory: unwritten pages cost no RAM); bytes [_start, _end)
-        # are received and not yet handled.
-        self._buf = new_buffer(READ_BUFFER_BYTES)
-        self._start = 0
-        self._end = 0
-        # A large frame being read straight into its own buffer (see DIRECT_FRAME_BYTES).
-        self._frame: memoryview | None = None
-        self._frame_filled = 0
         self._slots: deque[_Slot] = deque()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._max_frame = int(broker.config["socket.request.max.bytes"])
@@ -132,7 +105,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._read_paused = False
         self._closing = False
-        self.last_activity = time.monotonic()
         self.ip = "?"
         self._idle_s = int(broker.config["connections.max.idle.ms"]) / 1000
         self._idle_timer: asyncio.TimerHandle | None = None
@@ -186,77 +158,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._write_paused = False
         self._update_reading()
 
-    def get_buffer(self, sizehint: int) -> memoryview:
-        """Where the next socket read goes: the rest of a large frame, else the read buffer's free tail."""
-        if self._frame is not None:
-            return self._frame[self._frame_filled :]
-        buf = self._buf
-        if len(buf) - self._end < DIRECT_FRAME_BYTES:
-            # Move the unhandled bytes at [_start, _end) to the front (memmove, overlap allowed),
-            # or into a bigger buffer when they would leave too little room behind them.
-            pending = self._end - self._start
-            if pending + DIRECT_FRAME_BYTES <= len(buf):
-                buf.move(0, self._start, pending)
-            else:
-                fresh = new_buffer(2 * pending + DIRECT_FRAME_BYTES)
-                fresh[:pending] = buf[self._start : self._end]
-                self._buf = buf = fresh
-            self._start, self._end = 0, pending
-        return memoryview(buf)[self._end :]
+    # -- FrameReceiver hooks ------------------------------------------------
+    def accepting(self) -> bool:
+        return not self._closing and self._ending is None
 
-    def buffer_updated(self, nbytes: int) -> None:
-        self.last_activity = time.monotonic()
-        frame = self._frame
-        if frame is None:
-            self._end += nbytes
-        else:
-            self._frame_filled += nbytes
-            if self._frame_filled < len(frame):
-                return
-            self._frame = None
-            if self._ending is None and not self._closing:  # closing: nothing more is served
-                self._handle_frame(frame if _is_produce(frame) else bytes(frame))
-            self.broker.frames.give(frame)
-        self._process_buffer()
+    def read_paused(self) -> bool:
+        return self._read_paused
 
-    def _process_buffer(self) -> None:
-        """Handle the complete frames buffered so far, stopping as soon as reading is paused.
+    def frame_limit(self) -> int:
+        return self._max_frame if self.session.authenticated else SASL_MAX_RECEIVE_BYTES
 
-        Frames left in the buffer wait for `_update_reading` to resume; so even
-        one large read full of small requests cannot queue more responses than
-        the flow-control limits allow. A large frame whose start is buffered
-        moves to a buffer of its own, which the next reads fill.
-        """
-        buf = self._buf
-        pos = self._start
-        end = self._end
-        while not self._closing and self._ending is None and not self._read_paused and end - pos >= 4:
-            (size,) = _I32.unpack_from(buf, pos)
-            limit = self._max_frame if self.session.authenticated else SASL_MAX_RECEIVE_BYTES
-            if size <= 0 or size > limit:
-                self.close(f"frame size {size} outside 1..{limit}")
-                return
-            have = end - pos - 4
-            if have < size:
-                if size >= DIRECT_FRAME_BYTES and self._frame is None:
-                    try:
-                        frame = self.broker.frames.take(size)
-                    except (OSError, MemoryError) as exc:
-                        self.close(f"cannot allocate {size} bytes for a frame: {exc}")
-                        return
-                    frame[:have] = memoryview(buf)[pos + 4 : end]
-                    self._frame, self._frame_filled = frame, have
-                    pos = end
-                break
-            with memoryview(buf) as view:  # the one copy out of the read buffer
-                body = view[pos + 4 : pos + 4 + size]
-                frame = bytearray(body) if _is_produce(body) else bytes(body)
-                body.release()
-            pos += 4 + size
-            self._handle_frame(frame)
-        if pos == end:
-            pos = end = 0
-        self._start, self._end = pos, end
+    def refuse(self, reason: str) -> None:
+        self.close(reason)
+
+    def frames_handled(self) -> None:
         self._update_reading()
 
     def _check_idle(self) -> None:
@@ -270,7 +185,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._idle_timer = asyncio.get_running_loop().call_later(wait, self._check_idle)
 
     # -- dispatch ---------------------------------------------------------
-    def _handle_frame(self, frame: bytes | bytearray | memoryview) -> None:
+    def handle_frame(self, frame: bytes | bytearray | memoryview) -> None:
         session = self.session
         if session.raw_tokens:
             self._handle_raw_token(bytes(frame))
@@ -439,8 +354,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         elif not should_pause and self._read_paused:
             self._read_paused = False
             self.transport.resume_reading()
-            if self._end - self._start >= 4:
-                asyncio.get_running_loop().call_soon(self._process_buffer)
+            if self.buffered >= 4:
+                asyncio.get_running_loop().call_soon(self.resume_frames)
 
     def _throttle(self) -> None:
         """Client quotas (KIP-219): the answer is out; read nothing more from this client for
