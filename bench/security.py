@@ -1,6 +1,6 @@
 """The security suite: TLS beside plaintext, and what the authorizer costs, same run, same machine.
 
-- TLS: kcat (librdkafka) produces ``RECORDS`` records of 100 B and of 1 KB to one
+- TLS: kcat (librdkafka) produces ``RECORDS`` (2M of 100 B, 500k of 1 KB) to one
   broker over its PLAINTEXT listener and over its SASL_SSL listener
   (SCRAM-SHA-512), then consumes them back to the end, records/s each, and
   records per second of broker CPU (what TLS costs the broker itself: on a
@@ -12,16 +12,16 @@
   10,000 ACLs (the user's own WRITE and DESCRIBE on its topic among them).
   Goal: the authorized broker >= 0.95 of the other.
 
-Each figure is the best of ``ROUNDS`` rounds, the sides alternating.
+Each figure is the best of ``ROUNDS`` (TLS) or ``ACL_ROUNDS`` rounds, the sides alternating.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -41,9 +41,10 @@ from tests.broker_process import BrokerProcess, free_port
 from tests.compat.security_broker import create_scram_users
 from tests.support.certs import make_tls_files
 
-RECORDS = 200_000
-ACL_RECORDS = 1_000_000
+RECORDS = {100: 2_000_000, 1000: 500_000}
+ACL_RECORDS = 2_000_000
 ROUNDS = 3
+ACL_ROUNDS = 5
 ACLS = 10_000
 PLAIN_JAAS = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required"
@@ -51,33 +52,38 @@ PLAIN_JAAS = (
 )
 
 
-def _best(fn: Callable[[], float]) -> float:
-    return max(fn() for _ in range(ROUNDS))
-
-
 def _topic(bootstrap: str, name: str, conf: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, **(conf or {})})
     admin.create_topics([NewTopic(name, 4, 1)])[name].result(30)
 
 
-def _kcat_rate(kcat: str, flags: list[str], topic: str, size: int) -> tuple[float, float]:
-    """(produce records/s, consume records/s) of kcat moving ``RECORDS`` records of ``size`` bytes."""
-    line = b"x" * (size - 1) + b"\n"
-    data = line * RECORDS
-    start = time.perf_counter()
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process has used so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _kcat_rate(kcat: str, flags: list[str], topic: str, size: int, pid: int) -> list[tuple[float, float]]:
+    """[(records/s, records per broker CPU second)] of kcat producing, then consuming, ``RECORDS[size]``
+    records of ``size`` bytes to the broker process ``pid``."""
+    records = RECORDS[size]
+    data = (b"x" * (size - 1) + b"\n") * records
+    cpu, start = _cpu_s(pid), time.perf_counter()
     subprocess.run(
         [kcat, *flags, "-P", "-t", topic, "-X", "linger.ms=5"], input=data, check=True, timeout=300
     )
-    produced = RECORDS / (time.perf_counter() - start)
-    start = time.perf_counter()
-    out = subprocess.run(
+    out = [(records / (time.perf_counter() - start), records / max(_cpu_s(pid) - cpu, 1e-3))]
+    cpu, start = _cpu_s(pid), time.perf_counter()
+    read = subprocess.run(
         [kcat, *flags, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%p\n"],
         capture_output=True,
         check=True,
         timeout=300,
     )
-    consumed = out.stdout.count(b"\n") / (time.perf_counter() - start)
-    return produced, consumed
+    n = read.stdout.count(b"\n")
+    out.append((n / (time.perf_counter() - start), n / max(_cpu_s(pid) - cpu, 1e-3)))
+    return out
 
 
 def tls_suite(root: Path) -> list[tuple[str, float, float]]:
@@ -195,7 +201,7 @@ def acl_suite(root: Path) -> list[tuple[str, float, float]]:
                 "sasl.password": "bench-secret",
             }
         best = {"open": 0.0, "acls": 0.0}
-        for r in range(ROUNDS):
+        for r in range(ACL_ROUNDS):
             for name in ("open", "acls") if r % 2 == 0 else ("acls", "open"):
                 best[name] = max(best[name], _produce_rate(confs[name], topic))
     finally:
