@@ -28,13 +28,12 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry
-from broker.authorized_operations import ALL_NAMES, denied, split_denied
+from broker.commit_requests import commit_requests
 from broker.context import RequestContext
 from broker.groups import deferred
-from broker.groups.coordinator import OffsetCommit
 from broker.groups.model import TopicPartition
 from broker.security.acls import AclOperation, ResourceType
-from broker.topic_results import partition_codes, split_unknown
+from broker.topic_results import partition_codes
 from protocol.errors import ErrorCode
 
 API_KEY = 28
@@ -46,17 +45,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
         refusal = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     elif not ctx.authorized(AclOperation.READ, ResourceType.GROUP, req.group_id):
         refusal = ErrorCode.GROUP_AUTHORIZATION_FAILED
-    if refusal is not None:
-        refused, _ = split_denied(req.topics, ALL_NAMES, refusal)
-        return {"throttle_time_ms": 0, "topics": partition_codes(req.topics, refused)}
-    forbidden = denied(ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in req.topics))
-    refused, allowed = split_denied(req.topics, forbidden)
-    codes, present = split_unknown(ctx.broker.cluster.topics(), allowed)
-    codes.update(refused)
-    commits: dict[TopicPartition, OffsetCommit] = {}
-    for tp, p in present:
-        epoch = p.committed_leader_epoch if ctx.version >= 2 else -1
-        commits[tp] = OffsetCommit(p.committed_offset, p.committed_metadata, epoch)
+    codes, commits = commit_requests(ctx, req.topics, refusal, leader_epochs=ctx.version >= 2)
 
     def respond(results: dict[TopicPartition, ErrorCode]) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "topics": partition_codes(req.topics, {**codes, **results})}
