@@ -279,14 +279,9 @@ class ServerTls:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = check_hostname
         context.minimum_version, context.maximum_version = self._versions
-        key, chain = _keystore(s)
-        _load_cert_chain(context, key, chain, _keystore_name(s))
-        trusted = _truststore(s)
-        if trusted is None:
+        _, trusted = _load_stores(context, s)
+        if not trusted:
             context.load_default_certs(ssl.Purpose.SERVER_AUTH)
-        else:
-            pem = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in trusted)
-            context.load_verify_locations(cadata=pem)
         return context
 
     # -- internals --------------------------------------------------------------------------------
@@ -311,16 +306,8 @@ class ServerTls:
         s = self.settings
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._configure(context)
-        key, chain = _keystore(s)
-        _load_cert_chain(context, key, chain, _keystore_name(s))
-        trusted = _truststore(s)
-        if trusted is not None:
-            pem = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in trusted)
-            try:
-                context.load_verify_locations(cadata=pem)
-            except ssl.SSLError as exc:
-                raise ValueError(f"{_truststore_name(s)}: OpenSSL refused a certificate: {exc}") from None
-        elif self._verify_mode != ssl.CERT_NONE:
+        chain, trusted = _load_stores(context, s)
+        if not trusted and self._verify_mode != ssl.CERT_NONE:
             context.load_default_certs(ssl.Purpose.CLIENT_AUTH)
         return _Stores(context, chain[0])
 
@@ -343,6 +330,22 @@ class ServerTls:
                     f"the new certificate lacks subject alternative names {names}"
                     " (set ssl.allow.san.changes=true to allow it)"
                 )
+
+
+def _load_stores(context: ssl.SSLContext, s: TlsSettings) -> tuple[list[x509.Certificate], bool]:
+    """Load the key store's key and chain, and the trust store's CAs if there is one, into
+    ``context``: (the chain, whether a trust store was loaded); ValueError (one line) for either."""
+    key, chain = _keystore(s)
+    _load_cert_chain(context, key, chain, _keystore_name(s))
+    trusted = _truststore(s)
+    if trusted is None:
+        return chain, False
+    pem = "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in trusted)
+    try:
+        context.load_verify_locations(cadata=pem)
+    except ssl.SSLError as exc:
+        raise ValueError(f"{_truststore_name(s)}: OpenSSL refused a certificate: {exc}") from None
+    return chain, True
 
 
 def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket, mapper: SslPrincipalMapper) -> str:
