@@ -112,6 +112,12 @@ def test_a_topic_recreated_while_a_broker_was_down_does_not_inherit_its_replica(
     cluster.restart(3)
     wait_for(lambda: not stale.exists(), 30, "broker 3 to drop the deleted topic's replica")
     assert "belong to a deleted topic" in cluster.log(3)
+    # The controller must have seen broker 3 come back before it accepts a replica there.
+    wait_for(
+        lambda: all(cluster.registered(n) == {1, 2, 3} for n in cluster.brokers),
+        30,
+        "every broker to see broker 3 again",
+    )
     # The new topic grows a partition on broker 3: a fresh replica with the new ID, no old records.
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
     admin.create_partitions([NewPartitions("phoenix", 2, replica_assignment=[[3, 1]])])["phoenix"].result(15)
