@@ -18,12 +18,13 @@ import asyncio
 import collections
 import contextlib
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from client._loop import LoopThread
 from client.admin_acls import AclAdmin
+from client.admin_cluster import ClusterAdmin, serves
 from client.admin_quotas import QuotaAdmin
 from client.admin_transactions import TransactionAdmin
 from client.admin_users import UserAdmin
@@ -43,10 +44,14 @@ from client.errors import (
 from client.types import OffsetAndMetadata, OffsetAndTimestamp, TopicInfo, TopicPartition
 from protocol.errors import ErrorCode, ProtocolError
 
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
 LIST_OFFSETS = 2
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9
 DESCRIBE_GROUPS = 15
+CONSUMER_GROUP_DESCRIBE = 69
 LIST_GROUPS = 16
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
@@ -124,13 +129,16 @@ class PartitionLag:
     host: str = ""
 
 
-class AIOAdminClient(TransactionAdmin, UserAdmin, AclAdmin, QuotaAdmin):
+class AIOAdminClient(ClusterAdmin, TransactionAdmin, UserAdmin, AclAdmin, QuotaAdmin):
     """Asyncio admin client; ``await start()`` (or ``async with``) first.
 
     Transactions: `list_transactions`, `describe_transactions` (`client.admin_transactions`).
     SCRAM users: `describe_user_scram_credentials`, `alter_user_scram_credentials` (`client.admin_users`).
     Client quotas: `describe_client_quotas`, `alter_client_quotas` (`client.admin_quotas`).
     ACLs: `create_acls`, `describe_acls`, `delete_acls` (`client.admin_acls`).
+    Cluster: `describe_cluster`, `describe_log_dirs`, `describe_log_dirs_by_broker`,
+    `list_consumer_groups_offsets` (many groups' offsets in few requests) (`client.admin_cluster`).
+    Offset resets (planning, executing): `client.offset_reset`, on either client.
     """
 
     def __init__(self, config: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
@@ -295,21 +303,29 @@ class AIOAdminClient(TransactionAdmin, UserAdmin, AclAdmin, QuotaAdmin):
     async def describe_configs(
         self, resources: Iterable[tuple[int, str]], keys: Iterable[str] | None = None
     ) -> dict[tuple[int, str], dict[str, ConfigEntry] | KafkaError]:
-        """Config entries per (resource type, name): TOPIC=2 or BROKER=4."""
-        wanted = list(resources)
+        """Config entries per (resource type, name): TOPIC=2 or BROKER=4.
+
+        Every topic goes in one DescribeConfigs request to any broker; a broker's
+        configs are asked of that broker.
+        """
+        wanted = list(dict.fromkeys(resources))
         key_list = list(keys) if keys is not None else None
-        out: dict[tuple[int, str], dict[str, ConfigEntry] | KafkaError] = {}
+        batches: dict[int | None, list[tuple[int, str]]] = collections.defaultdict(list)
         for rtype, name in wanted:
+            batches[int(name) if rtype == BROKER else None].append((rtype, name))
+        out: dict[tuple[int, str], dict[str, ConfigEntry] | KafkaError] = {}
+        for node, batch in batches.items():
             body = {
                 "resources": [
                     {"resource_type": rtype, "resource_name": name, "configuration_keys": key_list}
+                    for rtype, name in batch
                 ],
                 "include_synonyms": False,
             }
 
-            async def call(rtype: int = rtype, name: str = name, body: dict[str, Any] = body) -> Any:
-                if rtype == BROKER:
-                    return await self.cluster.send(int(name), DESCRIBE_CONFIGS, body)
+            async def call(node: int | None = node, body: dict[str, Any] = body) -> Any:
+                if node is not None:
+                    return await self.cluster.send(node, DESCRIBE_CONFIGS, body)
                 return await self.cluster.send_any(DESCRIBE_CONFIGS, body)
 
             resp = await self._retrying(call)
@@ -527,8 +543,18 @@ class AIOAdminClient(TransactionAdmin, UserAdmin, AclAdmin, QuotaAdmin):
         return dict(sorted(out.items()))
 
     async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        """State, protocol and members of each group.
+
+        As Kafka's AdminClient: ConsumerGroupDescribe first where the coordinator serves it (groups
+        of Kafka 4's consumer protocol, KIP-848: protocol is the server-side assignor, members'
+        current assignments), DescribeGroups for classic groups (and older brokers).
+        """
         out: dict[str, GroupDescription] = {}
         for gid in group_ids:
+            modern = await self._describe_consumer_protocol_group(gid)
+            if modern is not None:
+                out[gid] = modern
+                continue
             version_body = {"groups": [gid], "include_authorized_operations": False}
             resp = await self._coordinator_send(gid, DESCRIBE_GROUPS, version_body)
             for g in resp.groups:
@@ -548,6 +574,43 @@ class AIOAdminClient(TransactionAdmin, UserAdmin, AclAdmin, QuotaAdmin):
                     error_for(g.error_code, context=g.group_id) if g.error_code else None,
                 )
         return out
+
+    async def _describe_consumer_protocol_group(self, group_id: str) -> GroupDescription | None:
+        """ConsumerGroupDescribe of one group; None when it is not a consumer-protocol group or
+        the coordinator does not serve the API."""
+
+        async def call() -> Any:
+            node = await self.cluster.find_coordinator(group_id)
+            conn = await self.cluster.connection(("coordinator", node))
+            if not serves(conn, CONSUMER_GROUP_DESCRIBE, 0):
+                return None
+            body = {"group_ids": [group_id], "include_authorized_operations": False}
+            resp = await conn.send(
+                CONSUMER_GROUP_DESCRIBE, body, version=0, timeout=self.cluster.request_timeout
+            )
+            group = resp.groups[0]
+            if group.error_code in COORDINATOR_CODES:
+                raise error_for(group.error_code, context=f"group {group_id!r}")
+            return group
+
+        g = await self._retrying(call)
+        if g is None or g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        members = tuple(
+            MemberDescription(
+                m.member_id,
+                m.client_id,
+                m.client_host,
+                frozenset(
+                    TopicPartition(t.topic_name, p)
+                    for t in m.assignment.topic_partitions
+                    for p in t.partitions
+                ),
+            )
+            for m in g.members
+        )
+        error = error_for(g.error_code, g.error_message, group_id) if g.error_code else None
+        return GroupDescription(group_id, g.group_state, "consumer", g.assignor_name, members, error)
 
     async def delete_groups(self, group_ids: Iterable[str]) -> dict[str, KafkaError | None]:
         out: dict[str, KafkaError | None] = {}
@@ -667,6 +730,24 @@ class AdminClient:
         call.__name__ = name
         call.__doc__ = method.__doc__
         return call
+
+    def run(
+        self,
+        fn: Callable[Concatenate[AIOAdminClient, _P], Awaitable[_T]],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _T:
+        """``await fn(core, *args, **kwargs)`` on this client's I/O thread, ``core`` being its
+        `AIOAdminClient`; blocks for the result (or raises what ``fn`` raised).
+
+        How the async helpers that take an admin client run here, e.g.
+        ``admin.run(plan_offset_reset, group, None, ResetStrategy.earliest())``.
+        """
+
+        async def call() -> _T:
+            return await fn(self._core, *args, **kwargs)
+
+        return self._lt.run(call())
 
     def close(self) -> None:
         if self._closed:

@@ -35,6 +35,7 @@ from client.cli_transactions import add_transactions_parser, cmd_transactions
 from client.cli_users import add_users_parser, cmd_users
 from client.consumer import Consumer
 from client.errors import KafkaError, KafkaResponseError
+from client.offset_reset import ResetStrategy, ensure_group_inactive, execute_offset_reset, plan_offset_reset
 from client.producer import Producer
 from client.types import ConsumerRecord, OffsetAndTimestamp, TopicPartition
 from protocol.errors import ErrorCode
@@ -723,22 +724,13 @@ def cmd_groups(args: argparse.Namespace) -> int:
 
 
 def _reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
-    desc = admin.describe_groups([args.group]).get(args.group)
-    state = desc.state if desc is not None else "Dead"
+    """Plan (and with --execute commit) a reset; the planning is `client.offset_reset`'s."""
     # Checked first, as Kafka's tool does: which partitions an active group has
     # committed is still changing, so nothing below would be a stable answer.
-    if args.execute and state not in ("Empty", "Dead"):
-        raise CliError(
-            f"assignments can only be reset if the group {args.group!r} is inactive, but its state is {state}"
-        )
-    committed = admin.list_consumer_group_offsets(args.group)
-    if args.all_topics:
-        tps = sorted(committed)
-        if not tps:
-            raise CliError(
-                f"consumer group {args.group!r} has no committed offsets; name topics with --topic"
-            )
-    else:
+    if args.execute:
+        admin.run(ensure_group_inactive, args.group)
+    tps: list[TopicPartition] | None = None
+    if not args.all_topics:
         tps = []
         for spec in args.topic:
             topic, _, parts = spec.partition(":")
@@ -754,50 +746,30 @@ def _reset_offsets(admin: AdminClient, args: argparse.Namespace) -> int:
             else:
                 wanted = list(range(n))
             tps.extend(TopicPartition(topic, p) for p in wanted)
-    earliest = admin.list_offsets(dict.fromkeys(tps, "earliest"))
-    latest = admin.list_offsets(dict.fromkeys(tps, "latest"))
-
-    def bound(tp: TopicPartition, which: dict[TopicPartition, Any]) -> int:
-        v = which.get(tp)
-        if isinstance(v, KafkaError):
-            raise v
-        return v.offset if v is not None else 0
-
-    plan: dict[TopicPartition, int] = {}
-    if args.to_datetime is not None:
-        when = parse_time(args.to_datetime)
-        found = admin.list_offsets(dict.fromkeys(tps, when))
-    for tp in tps:
-        lo, hi = bound(tp, earliest), bound(tp, latest)
-        if args.to_earliest:
-            target = lo
-        elif args.to_latest:
-            target = hi
-        elif args.to_offset is not None:
-            target = args.to_offset
-        elif args.shift_by is not None:
-            current = committed.get(tp)
-            if current is None:
-                raise CliError(f"{tp} has no committed offset to shift")
-            target = current.offset + args.shift_by
-        else:
-            ot = found.get(tp)
-            target = ot.offset if isinstance(ot, OffsetAndTimestamp) else hi
-        plan[tp] = min(max(target, lo), hi)  # clamped to the log, as Kafka's tool does
+    if args.to_earliest:
+        strategy = ResetStrategy.earliest()
+    elif args.to_latest:
+        strategy = ResetStrategy.latest()
+    elif args.to_offset is not None:
+        strategy = ResetStrategy.to_offset(args.to_offset)
+    elif args.shift_by is not None:
+        strategy = ResetStrategy.shift_by(args.shift_by)
+    else:
+        strategy = ResetStrategy.to_timestamp(parse_time(args.to_datetime))
+    plan = admin.run(plan_offset_reset, args.group, tps, strategy)
+    if tps is None and not plan:
+        raise CliError(f"consumer group {args.group!r} has no committed offsets; name topics with --topic")
     rows = [
         {
-            "topic": tp.topic,
-            "partition": tp.partition,
-            "current_offset": committed[tp].offset if tp in committed else None,
-            "new_offset": off,
+            "topic": r.partition.topic,
+            "partition": r.partition.partition,
+            "current_offset": r.current_offset,
+            "new_offset": r.new_offset,
         }
-        for tp, off in plan.items()
+        for r in plan
     ]
     if args.execute:
-        result = admin.alter_consumer_group_offsets(args.group, plan)
-        errs = [str(e) for e in result.values() if e is not None]
-        if errs:
-            raise CliError("; ".join(errs))
+        admin.run(execute_offset_reset, args.group, plan)
     if args.json:
         emit_json({"group": args.group, "executed": bool(args.execute), "partitions": rows})
     else:
