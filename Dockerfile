@@ -1,7 +1,7 @@
 # minikafka images. Target `broker`: slim Python, non-root user, data on a volume, ApiVersions
 # healthcheck. Target `spark`: the same plus a Java runtime and pyspark, for the example Spark job
 # (client/spark/example_job.py). Target `zookeeper`: Debian's ZooKeeper package, standalone, for the
-# cluster in docker-compose.yml. Bookworm, because that Debian release packages ZooKeeper.
+# cluster in docker-compose.yml; target `console`: the web console. Bookworm, because that Debian release packages ZooKeeper.
 FROM python:3.11-slim-bookworm AS broker
 RUN useradd --create-home --uid 1000 minikafka
 WORKDIR /app
@@ -25,6 +25,18 @@ RUN apt-get update && apt-get install -y --no-install-recommends default-jre-hea
 USER minikafka
 HEALTHCHECK NONE
 CMD ["python", "-m", "client.spark.example_job", "--bootstrap", "localhost:9092", "--seed", "10000"]
+
+# Target `console`: the broker image plus the web console (console/ and its extra), on port 8080.
+FROM broker AS console
+USER root
+COPY console ./console
+RUN pip install --no-cache-dir '.[console]' && mkdir -p /console && chown minikafka /console
+USER minikafka
+VOLUME ["/console"]
+EXPOSE 8080
+HEALTHCHECK --interval=5s --timeout=5s --start-period=10s --retries=6 \
+    CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/static/console.css', timeout=4)"]
+CMD ["python", "-m", "console", "--host", "0.0.0.0", "--port", "8080", "--history", "/console/lag-history.sqlite3"]
 
 FROM python:3.11-slim-bookworm AS zookeeper
 RUN apt-get update && apt-get install -y --no-install-recommends zookeeper \

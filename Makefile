@@ -15,7 +15,11 @@ PORT ?= 9092
 # Docker's compose v2 plugin if installed, else Debian's docker-compose (v1).
 COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 
-.PHONY: node-clients run cluster messages test test-all test-cluster test-faults test-crash fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+# The console's dependencies (an extra, so a broker-only install stays small).
+CONSOLE_STAMP := $(VENV)/.installed-console
+CONSOLE_PORT ?= 8080
+
+.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-cluster test-faults test-crash fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -33,6 +37,27 @@ $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json
 	touch $@
 
 node-clients: $(NODE_STAMP)
+
+$(CONSOLE_STAMP): pyproject.toml | $(VENV)/bin/python
+	$(BIN)/pip install -q -e '.[console]'
+	touch $@ $(RUN_STAMP)
+
+# The web console against `make run`'s broker: http://127.0.0.1:$(CONSOLE_PORT), lag history in $(DATA_DIR)-console.
+console: $(CONSOLE_STAMP)
+	mkdir -p $(DATA_DIR)-console
+	$(BIN)/python -m console --bootstrap-server 127.0.0.1:$(PORT) --port $(CONSOLE_PORT) \
+		--history $(DATA_DIR)-console/lag-history.sqlite3
+
+# The console in Debian's headless chromium (Selenium + chromedriver); screenshots in test-artifacts/console.
+test-console: $(TEST_STAMP) browser-tools
+	$(BIN)/python -m pytest -q -m browser tests/console
+
+# apt-get only when Debian's chromium or chromedriver is missing.
+browser-tools:
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+		echo "browser-tools: installing chromium chromium-driver"; \
+		$(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends chromium chromium-driver; \
+	fi
 
 run: $(RUN_STAMP)
 	$(BIN)/python -m broker --data-dir $(DATA_DIR) --host 127.0.0.1 --port $(PORT)

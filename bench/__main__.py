@@ -19,7 +19,8 @@ Suites (`--suites`, default all), each printing its own table:
 - `transactions` (bench/transactions.py): transactional produce beside
   idempotent produce, read_committed consume beside read_uncommitted;
 - `security` (bench/security.py): kcat over SASL_SSL beside PLAINTEXT, and
-  produce with 10,000 ACLs beside no authorizer.
+  produce with 10,000 ACLs beside no authorizer;
+- `console` (bench/console.py): console page times (server, browser) and the lag sampler's cost.
 
 `--quick` runs the broker suite with fewer records per cell. Shared, noisy
 machines: the ratios are the result, not the absolute figures.
@@ -40,9 +41,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer records per broker-suite cell")
     ap.add_argument(
         "--suites",
-        default="broker,groups,storage,client,spark,cluster,versions,transactions,security",
+        default="broker,groups,storage,client,spark,cluster,versions,transactions,security,console",
         help="comma-separated: broker, groups, storage, client, spark, cluster, versions, transactions,"
-        " security",
+        " security, console",
     )
     args = ap.parse_args()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]

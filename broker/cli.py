@@ -115,6 +115,7 @@ commands:
   acls          add|list|remove ACLs (with kafka-acls' options)
   quotas        list|set|delete client quotas of users and client-ids (like kafka-configs)
   perf          produce|consume throughput tests
+  console       serve the web console on http://127.0.0.1:8080 (minikafka console --help)
 (client commands take --bootstrap-server HOST:PORT, default localhost:9092; see minikafka COMMAND --help)"""
 
 
@@ -129,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         from storage.dump import main as dump_log
 
         return dump_log(argv[1:])
+    if argv[0] == "console":
+        from console.cli import main as console_main  # lazy: the broker never imports the console
+
+        return console_main(argv[1:])
     if argv[0] in (
         "topics",
         "produce",

@@ -547,33 +547,35 @@ class AIOAdminClient(ClusterAdmin, TransactionAdmin, UserAdmin, AclAdmin, QuotaA
 
         As Kafka's AdminClient: ConsumerGroupDescribe first where the coordinator serves it (groups
         of Kafka 4's consumer protocol, KIP-848: protocol is the server-side assignor, members'
-        current assignments), DescribeGroups for classic groups (and older brokers).
+        current assignments), DescribeGroups for classic groups (and older brokers). The
+        groups are described concurrently.
         """
-        out: dict[str, GroupDescription] = {}
-        for gid in group_ids:
-            modern = await self._describe_consumer_protocol_group(gid)
-            if modern is not None:
-                out[gid] = modern
-                continue
-            version_body = {"groups": [gid], "include_authorized_operations": False}
-            resp = await self._coordinator_send(gid, DESCRIBE_GROUPS, version_body)
-            for g in resp.groups:
-                members = []
-                for m in g.members:
-                    assignment: frozenset[TopicPartition] = frozenset()
-                    if g.protocol_type == "consumer" and m.member_assignment:
-                        with contextlib.suppress(ProtocolError):
-                            assignment = frozenset(decode_assignment(m.member_assignment).partitions)
-                    members.append(MemberDescription(m.member_id, m.client_id, m.client_host, assignment))
-                out[g.group_id] = GroupDescription(
-                    g.group_id,
-                    g.group_state,
-                    g.protocol_type,
-                    g.protocol_data,
-                    tuple(members),
-                    error_for(g.error_code, context=g.group_id) if g.error_code else None,
-                )
-        return out
+        ids = list(dict.fromkeys(group_ids))
+        found = await asyncio.gather(*(self._describe_group(gid) for gid in ids))  # concurrently
+        return dict(zip(ids, found, strict=True))
+
+    async def _describe_group(self, gid: str) -> GroupDescription:
+        modern = await self._describe_consumer_protocol_group(gid)
+        if modern is not None:
+            return modern
+        version_body = {"groups": [gid], "include_authorized_operations": False}
+        resp = await self._coordinator_send(gid, DESCRIBE_GROUPS, version_body)
+        g = resp.groups[0]
+        members = []
+        for m in g.members:
+            assignment: frozenset[TopicPartition] = frozenset()
+            if g.protocol_type == "consumer" and m.member_assignment:
+                with contextlib.suppress(ProtocolError):
+                    assignment = frozenset(decode_assignment(m.member_assignment).partitions)
+            members.append(MemberDescription(m.member_id, m.client_id, m.client_host, assignment))
+        return GroupDescription(
+            g.group_id,
+            g.group_state,
+            g.protocol_type,
+            g.protocol_data,
+            tuple(members),
+            error_for(g.error_code, context=g.group_id) if g.error_code else None,
+        )
 
     async def _describe_consumer_protocol_group(self, group_id: str) -> GroupDescription | None:
         """ConsumerGroupDescribe of one group; None when it is not a consumer-protocol group or

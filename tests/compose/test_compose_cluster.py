@@ -5,7 +5,8 @@ acks=all and read back through the published ports (each broker advertises
 its own, so the client follows the leaders); then one broker container is
 killed (SIGKILL) and every record is still readable and the topic still takes
 acks=all writes; once started again it rejoins every ISR; the Spark example runs against the cluster on the brokers'
-internal listener. Everything is torn down afterwards.
+internal listener; the console container shows the three brokers and the topic. Everything is torn
+down afterwards.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from tests.compose.stack import compose_stack, read_keys, wait_healthy
 pytestmark = [pytest.mark.compose, pytest.mark.timeout(2400)]
 
 BROKERS = {1: 9092, 2: 9093, 3: 9094}
-SERVICES = ["zookeeper", *(f"broker-{n}" for n in BROKERS)]
+SERVICES = ["zookeeper", *(f"broker-{n}" for n in BROKERS), "console"]
+CONSOLE = "http://127.0.0.1:8080"
 
 
 def bootstrap(nodes: list[int] = list(BROKERS)) -> str:  # noqa: B006 - never mutated
@@ -35,7 +37,7 @@ def bootstrap(nodes: list[int] = list(BROKERS)) -> str:  # noqa: B006 - never mu
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[str]]:
     with compose_stack(
-        "docker-compose.yml", SERVICES, list(BROKERS.values()), tmp_path_factory.mktemp("docker")
+        "docker-compose.yml", SERVICES, [*BROKERS.values(), 8080], tmp_path_factory.mktemp("docker")
     ) as c:
         yield c
 
@@ -95,3 +97,21 @@ def test_spark_example_runs_against_the_cluster(stack: list[str]) -> None:
         for p in admin.list_topics("events", timeout=10).topics["events"].partitions.values()
     )
     assert read_keys(bootstrap(), "events-per-minute", 3)  # the job's per-minute totals
+
+
+def test_console_shows_the_cluster(stack: list[str]) -> None:
+    """The console service reaches the brokers on their internal listener and serves its pages."""
+    import urllib.request
+
+    admin = AdminClient({"bootstrap.servers": bootstrap(), "logger": QUIET})
+    admin.create_topics([NewTopic("console-seen", 2, 3)])["console-seen"].result(60)
+
+    def page(path: str) -> str:
+        try:
+            with urllib.request.urlopen(CONSOLE + path, timeout=10) as r:
+                return r.read().decode()
+        except OSError:
+            return ""
+
+    wait_for(lambda: '<dd id="stat-brokers">3</dd>' in page("/"), 120, "the console to show three brokers")
+    wait_for(lambda: 'data-topic="console-seen"' in page("/topics"), 60, "the console to list the topic")
