@@ -23,7 +23,7 @@ from aiohttp import web
 from client.errors import KafkaConnectionError, KafkaError, KafkaResponseError, KafkaTimeoutError
 from console.settings import ConsoleSettings
 from console.state import STATE, ConsoleState
-from console.web import BadInput, env, render
+from console.web import BadInput, digest, env, render
 
 log = logging.getLogger(__name__)
 LIVE_INTERVAL_S = 2.0
@@ -92,7 +92,7 @@ def live(regions: Regions) -> Handler:
                     for rid, html in found.items():
                         if sent.get(rid) != html:
                             sent[rid] = html
-                            data = json.dumps({"id": rid, "html": html})
+                            data = json.dumps({"id": rid, "html": html, "digest": digest(html)})
                             payload += f"event: region\ndata: {data}\n\n".encode()
                     payload += b"event: tick\ndata: {}\n\n"
                 except (KafkaConnectionError, KafkaTimeoutError) as exc:

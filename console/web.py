@@ -7,6 +7,7 @@ shows it on the page (status 400) instead of a stack trace.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -40,7 +41,13 @@ def env() -> jinja2.Environment:
     e.filters["ts"] = format_ms
     e.filters["num"] = lambda n: "—" if n is None else f"{n:,}"
     e.globals["plotly_url"] = lambda: PLOTLY_URL
+    e.filters["digest"] = digest
     return e
+
+
+def digest(html: str) -> str:
+    """A short fingerprint of a live region's HTML: the browser skips an update it already shows."""
+    return hashlib.sha1(html.encode(), usedforsecurity=False).hexdigest()[:16]
 
 
 def human_size(n: int | None) -> str:

@@ -63,9 +63,11 @@
       source.addEventListener("region", function (e) {
         var msg = JSON.parse(e.data);
         var el = document.getElementById(msg.id);
-        if (el) {
+        // Unchanged regions are left alone (the stream's first round repeats what the page shows);
+        // a region holding the keyboard focus too, so it is never pulled away from a user.
+        if (el && el.dataset.digest !== msg.digest) {
           var focused = document.activeElement && el.contains(document.activeElement);
-          if (!focused) el.innerHTML = msg.html;  // never pull the focus away from a keyboard user
+          if (!focused) { el.innerHTML = msg.html; el.dataset.digest = msg.digest; }
         }
       });
       source.addEventListener("tick", function () {
