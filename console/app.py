@@ -20,7 +20,13 @@ from pathlib import Path
 
 from aiohttp import web
 
-from client.errors import KafkaConnectionError, KafkaError, KafkaResponseError, KafkaTimeoutError
+from client.errors import (
+    AuthenticationError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaResponseError,
+    KafkaTimeoutError,
+)
 from console.settings import ConsoleSettings
 from console.state import STATE, ConsoleState
 from console.web import BadInput, digest, env, render
@@ -56,6 +62,12 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         message, status = str(exc), 400
     except (KafkaConnectionError, KafkaTimeoutError) as exc:
         message, status = unreachable(state.settings, exc), 503
+        state.failed(message)
+    except AuthenticationError as exc:
+        message, status = (
+            f"The cluster at {state.settings.bootstrap_servers} refused the console's login: {exc}",
+            503,
+        )
         state.failed(message)
     except KafkaResponseError as exc:
         message, status = str(exc), 409
