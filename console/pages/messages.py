@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from client.consumer import AIOConsumer
+from client.errors import KafkaError
 from client.types import OffsetAndTimestamp, TopicPartition
 from console.formats import FORMATS, contains, show
 from console.gateway import TopicRow
@@ -66,6 +67,21 @@ def row_view(record: Any, fmt: str) -> dict[str, Any]:
     }
 
 
+async def _bounds(admin: Any, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]]:
+    """(log start, end) of each partition, asked now: the cluster snapshot may be seconds old."""
+    tps = [TopicPartition(topic, n) for n in partitions]
+    earliest, latest = await asyncio.gather(
+        admin.list_offsets(dict.fromkeys(tps, "earliest")), admin.list_offsets(dict.fromkeys(tps, "latest"))
+    )
+
+    def offset(found: Any) -> int:
+        if isinstance(found, KafkaError):
+            raise found
+        return found.offset if isinstance(found, OffsetAndTimestamp) else 0
+
+    return {tp.partition: (offset(earliest.get(tp)), offset(latest.get(tp))) for tp in tps}
+
+
 async def page(request: web.Request) -> web.Response:
     state = request.app[STATE]
     row = await topic_or_error(request)
@@ -76,23 +92,21 @@ async def page(request: web.Request) -> web.Response:
     scan = int_param(q, "scan", 10_000, low=1, high=MAX_SCAN) or 10_000
     needle = q.get("q", "")
     partitions = _partitions(row, q)
-    by_number = {p.partition: p for p in row.partitions}
+    bounds = await _bounds(state.gateway.admin, row.name, partitions)
     notes: list[str] = []
     spans: dict[int, Span] = {}
     if mode == "offset":
         if len(partitions) != 1:
             raise BadInput("choose one partition to browse from an offset")
-        p = by_number[partitions[0]]
+        number = partitions[0]
         offset = int_param(q, "offset", 0, low=0) or 0
-        hw, start = p.high_watermark or 0, p.log_start or 0
+        start, hw = bounds[number]
         if offset > hw:
-            raise BadInput(
-                f"offset {offset} is past the end of partition {p.partition} (its next offset is {hw})"
-            )
+            raise BadInput(f"offset {offset} is past the end of partition {number} (its next offset is {hw})")
         if offset < start:
             notes.append(f"offset {offset} was deleted; showing from the log start {start}")
             offset = start
-        spans[p.partition] = Span(offset, hw)
+        spans[number] = Span(offset, hw)
     elif mode == "timestamp":
         if not q.get("timestamp"):
             raise BadInput("give a timestamp to browse from")
@@ -103,13 +117,12 @@ async def page(request: web.Request) -> web.Response:
         for n in partitions:
             hit = found.get(TopicPartition(row.name, n))
             if isinstance(hit, OffsetAndTimestamp):
-                spans[n] = Span(hit.offset, by_number[n].high_watermark or 0)
+                spans[n] = Span(hit.offset, bounds[n][1])
         if not spans:
             notes.append("no record at or after that time")
     else:
         for n in partitions:
-            p = by_number[n]
-            start, hw = p.log_start or 0, p.high_watermark or 0
+            start, hw = bounds[n]
             if mode == "newest":
                 start = max(hw - (scan if needle else limit), start)
             spans[n] = Span(start, hw)

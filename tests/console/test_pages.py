@@ -212,3 +212,15 @@ async def test_live_regions_arrive_over_server_sent_events(
     while f'data-topic=\\"{topic}\\"'.encode() not in later:
         later += await _line(response)
     response.close()
+
+
+async def test_messages_are_read_up_to_the_end_as_it_is_now(
+    web: TestClient, kafka: BrokerProcess, topic: str
+) -> None:
+    """The topics pages share a snapshot a few seconds old; the messages page asks for the ends afresh."""
+    await web.post("/topics", data={"name": topic, "partitions": "1"})
+    assert (await web.get(f"/topics/{topic}")).status == 200  # the snapshot now knows an empty topic
+    async with AIOProducer({"bootstrap.servers": kafka.bootstrap}) as producer:
+        await producer.send_and_wait(topic, b"just-now", partition=0)
+    page = await (await web.get(f"/topics/{topic}/messages?partition=0")).text()
+    assert re.findall(r'data-offset="(\d+)"', page) == ["0"] and "just-now" in page
