@@ -42,12 +42,27 @@ def env() -> jinja2.Environment:
     e.filters["num"] = lambda n: "—" if n is None else f"{n:,}"
     e.globals["plotly_url"] = lambda: PLOTLY_URL
     e.filters["digest"] = digest
+    e.filters["duration"] = human_duration
     return e
 
 
 def digest(html: str) -> str:
     """A short fingerprint of a live region's HTML: the browser skips an update it already shows."""
     return hashlib.sha1(html.encode(), usedforsecurity=False).hexdigest()[:16]
+
+
+def human_duration(ms: str | int | None) -> str:
+    """A retention in ms as people say it: "7 d", "12 h", "forever" for -1; as given if not a number."""
+    try:
+        n = int(ms)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "—" if ms is None else str(ms)
+    if n < 0:
+        return "forever"
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} ms"
 
 
 def human_size(n: int | None) -> str:
