@@ -48,7 +48,9 @@ Version notes: v12 is flexible, v13 topic IDs, v15 replica_state instead of
 - Client quotas: a consumer's record bytes count against its
   consumer_byte_rate; an answer that puts it over is sent without records,
   with throttle_time_ms, and the connection reads nothing for that long
-  (broker/security/quotas.py). Follower fetches are exempt.
+  (broker/security/quotas.py). An answer carries at most the quota's bytes
+  over its window (rate x (quota.window.num - 1) x window seconds): Kafka
+  caps max_bytes, and min_bytes to that. Follower fetches are exempt.
 Leaves out: fetch sessions, rack-aware preferred read replicas.
 """
 
@@ -118,12 +120,26 @@ def _forbidden(ctx: RequestContext, req: Any, names: list[str | None]) -> Collec
     return denied(ctx, AclOperation.READ, ResourceType.TOPIC, names)
 
 
+def _budget(ctx: RequestContext, req: Any) -> int:
+    """The response's record-byte budget: max_bytes, capped by the consumer's quota window."""
+    budget = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
+    quotas = ctx.broker.security.quotas
+    if quotas.enabled:
+        cap = quotas.fetch_cap(ctx, req)
+        if cap is not None:
+            budget = min(budget, cap)
+    return budget
+
+
 def _read(
-    ctx: RequestContext, req: Any, names: list[str | None], forbidden: Collection[str | None]
+    ctx: RequestContext,
+    req: Any,
+    names: list[str | None],
+    forbidden: Collection[str | None],
+    budget: int,
 ) -> tuple[list[dict[str, Any]], int, bool]:
     """(topic responses, record bytes in them, whether any partition answers an error)."""
     broker = ctx.broker
-    budget = req.max_bytes if req.max_bytes > 0 else 0x7FFFFFFF
     total = 0
     errored = False
     responses = []
@@ -215,14 +231,21 @@ def _answer(ctx: RequestContext, req: Any, responses: list[dict[str, Any]], erro
 def handle(ctx: RequestContext, req: Any) -> Any:
     names = _topic_names(ctx, req)
     forbidden = _forbidden(ctx, req, names)
-    responses, total, errored = _read(ctx, req, names, forbidden)
-    if errored or total >= req.min_bytes or req.max_wait_ms <= 0:
+    budget = _budget(ctx, req)
+    min_bytes = min(req.min_bytes, budget)  # as Kafka (fetchMinBytes): never wait for more than may be sent
+    responses, total, errored = _read(ctx, req, names, forbidden, budget)
+    if errored or total >= min_bytes or req.max_wait_ms <= 0:
         return _answer(ctx, req, responses, errored)
-    return _long_poll(ctx, req, names, forbidden)
+    return _long_poll(ctx, req, names, forbidden, budget, min_bytes)
 
 
 async def _long_poll(
-    ctx: RequestContext, req: Any, names: list[str | None], forbidden: Collection[str | None]
+    ctx: RequestContext,
+    req: Any,
+    names: list[str | None],
+    forbidden: Collection[str | None],
+    budget: int,
+    min_bytes: int,
 ) -> dict[str, Any]:
     broker = ctx.broker
     tps: list[TopicPartition] = [
@@ -239,8 +262,8 @@ async def _long_poll(
                 pass
             finally:
                 broker.replicas.unpark(fut, tps)
-        responses, total, errored = _read(ctx, req, names, forbidden)
-        if errored or total >= req.min_bytes or time.monotonic() >= deadline or broker.shutting_down:
+        responses, total, errored = _read(ctx, req, names, forbidden, budget)
+        if errored or total >= min_bytes or time.monotonic() >= deadline or broker.shutting_down:
             return _answer(ctx, req, responses, errored)
 
 

@@ -167,6 +167,21 @@ class ClientQuotas:
                     p["records"] = b""
             answer["throttle_time_ms"] = max(answer.get("throttle_time_ms", 0), ms)
 
+    def fetch_cap(self, ctx: RequestContext, req: Any) -> int | None:
+        """The most record bytes one consumer Fetch may carry (Kafka's getMaxValueInQuotaWindow):
+        consumer_byte_rate x (quota.window.num - 1) x the window in seconds, so a throttled
+        consumer cannot take a whole max_bytes in one answer; None when it has no quota (and for
+        followers). The first batch is still sent whatever the cap, as with max_bytes."""
+        if not self._table.has(CONSUMER_BYTE_RATE) or _replica_id(ctx.version, req) >= 0:
+            return None
+        tags = self._table.tags(
+            CONSUMER_BYTE_RATE, user_of(ctx.session.principal), ctx.header.client_id or ""
+        )
+        bound = self._table.bound(CONSUMER_BYTE_RATE, tags)
+        if bound is None:
+            return None
+        return int(bound * (self._samples - 1) * self._window_ms / 1000)
+
     def after_request(self, ctx: RequestContext, req: Any, result: Any, started: float) -> Any:
         """Count the time since ``started`` (time.perf_counter) against ``request_percentage``;
         the result, its ``throttle_time_ms`` raised to the throttle time (when awaitable: once done)."""

@@ -378,3 +378,26 @@ def test_user_quotas_follow_the_principal_and_kafkas_precedence(qbroker: BrokerP
         more = {QuotaEntity(user="ANONYMOUS", client_id=DEFAULT): {"producer_byte_rate": 10**9}}
         assert admin.alter_client_quotas(more) == dict.fromkeys(more)
         assert _produce_throttle_ms(qbroker.port, "y") == 0  # <user, default client-id> comes first
+
+
+def test_a_fetch_carries_at_most_the_quota_window(qbroker: BrokerProcess) -> None:
+    """Kafka caps a consumer's max_bytes at its quota over the window: rate x
+    (quota.window.num - 1) x 1 s = 50 kB here, so one answer cannot hand over 400 kB at once."""
+    from tests.integration.test_wire import fetch_request
+
+    with AdminClient(bootstrap_servers=qbroker.bootstrap) as admin:
+        quota = {QuotaEntity(client_id="capped"): {"consumer_byte_rate": 50_000}}
+        assert admin.alter_client_quotas(quota) == dict.fromkeys(quota)
+    with AdminClient(bootstrap_servers=qbroker.bootstrap) as admin:
+        admin.create_topics([NewTopic("capped-topic", 1, 1)])
+    producer = Producer({"bootstrap.servers": qbroker.bootstrap, "linger.ms": 0})
+    for _ in range(40):
+        producer.produce("capped-topic", b"x" * 10_000, partition=0)
+        assert producer.flush(10) == 0  # one batch of 10 kB each
+    del producer
+    request = fetch_request("capped-topic", 0, max_bytes=10 * MB)
+    with RawClient(qbroker.port) as c:
+        capped = c.recv(1, 11, c.send(1, 11, request, client_id="capped")).responses[0].partitions[0]
+        free = c.recv(1, 11, c.send(1, 11, request, client_id="free")).responses[0].partitions[0]
+    assert 10_000 < len(capped.records) <= 50_000
+    assert len(free.records) > 400_000
