@@ -6,7 +6,7 @@ Behavior (Kafka's KafkaApis, ClientQuotaControlManager):
 - Each entry names an entity (``user`` and/or ``client-id``; a null name is
   the default entity) and ops: set ``key`` to ``value``, or ``remove`` it.
   Keys: producer_byte_rate, consumer_byte_rate (whole numbers),
-  request_percentage, controller_mutation_rate (stored, not enforced).
+  request_percentage, controller_mutation_rate.
 - Per entry, INVALID_REQUEST with Kafka's message and no change: an empty
   entity, a repeated or unknown entity type, an empty name, an ``ip`` entity
   (IP quotas are not supported here), a repeated key, an unknown key, a

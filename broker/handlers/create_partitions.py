@@ -16,8 +16,12 @@ Behavior:
 - Authorization (with an authorizer configured), as KafkaApis: ALTER on each
   topic, else TOPIC_AUTHORIZATION_FAILED (after a duplicate's INVALID_REQUEST,
   before any other check).
+- Quotas: the added partitions count against the client's
+  controller_mutation_rate (not with validate_only); from v3 a topic is
+  refused with THROTTLING_QUOTA_EXCEEDED once the quota is exceeded, below v3
+  the answer is throttled instead (broker/security/quotas.py).
 Version notes: v0-1 share one layout (v1 only changes quota throttling); v2 is
-  flexible; v3 may answer THROTTLING_QUOTA_EXCEEDED (no quotas here yet).
+  flexible; v3 may answer THROTTLING_QUOTA_EXCEEDED.
 """
 
 from __future__ import annotations
@@ -28,24 +32,33 @@ from broker import registry
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.security.acls import AclOperation, ResourceType
+from broker.security.quotas import MutationQuota
 from broker.topic_results import per_topic
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 37
+STRICT_QUOTA_SINCE = 3  # controller_mutation_rate refuses topics from v3 (KIP-599)
 
 
-def _add(ctx: RequestContext, t: Any, validate_only: bool) -> None:
+def _add(ctx: RequestContext, t: Any, validate_only: bool, quota: MutationQuota | None) -> None:
     if not ctx.authorized(AclOperation.ALTER, ResourceType.TOPIC, t.name):
         raise KafkaError("The topic authorization is failed.", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     if t.name in INTERNAL_TOPICS:
         raise KafkaError(f"the partition count of {t.name} cannot change", ErrorCode.INVALID_REQUEST)
+    if quota is not None and not validate_only:
+        state = ctx.broker.cluster.topic(t.name)
+        added = t.count - len(state.partitions) if state is not None else 0
+        if added > 0:
+            quota.admit(added)
     given = None if t.assignments is None else [list(a.broker_ids) for a in t.assignments]
     ctx.broker.admin.add_partitions(t.name, t.count, given, validate_only=validate_only)
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    results = per_topic(req.topics, lambda t: _add(ctx, t, req.validate_only))
-    return {"throttle_time_ms": 0, "results": results}
+    quota = ctx.broker.security.quotas.mutation_quota(ctx, STRICT_QUOTA_SINCE)
+    results = per_topic(req.topics, lambda t: _add(ctx, t, req.validate_only, quota))
+    answer = {"throttle_time_ms": 0, "results": results}
+    return answer if quota is None else quota.finish(answer)
 
 
 registry.register(API_KEY, 0, 3, handle)

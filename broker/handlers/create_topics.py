@@ -21,8 +21,12 @@ Behavior:
   TOPIC_AUTHORIZATION_FAILED and no description (no configs, -1, -1, zero
   topic ID), unless its creation failed (then 0, as every failed topic).
 Version notes: v2-4 share one layout; v5 adds the created topic's
-  description and is flexible; v6 is v5's layout (quota errors we never
-  give); v7 adds topic_id.
+  description and is flexible; v6 is v5's layout (its clients understand
+  THROTTLING_QUOTA_EXCEEDED); v7 adds topic_id.
+- Quotas: a topic's partitions count against its client's
+  controller_mutation_rate (not with validate_only); from v6 a topic is
+  refused with THROTTLING_QUOTA_EXCEEDED once the quota is exceeded, below v6
+  it is created and the answer throttled (broker/security/quotas.py).
 """
 
 from __future__ import annotations
@@ -34,13 +38,15 @@ from broker.authorized_operations import denied, unrestricted
 from broker.cluster.assignment import check_replicas
 from broker.context import RequestContext
 from broker.security.acls import AclOperation, ResourceType
+from broker.security.quotas import MutationQuota
 from broker.topic_results import per_topic
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 19
+STRICT_QUOTA_SINCE = 6  # controller_mutation_rate refuses topics from v6 (KIP-599)
 
 
-def _create(ctx: RequestContext, t: Any, validate_only: bool) -> dict[str, Any]:
+def _create(ctx: RequestContext, t: Any, validate_only: bool, quota: MutationQuota | None) -> dict[str, Any]:
     """Create (or validate) one topic; what v5+ reports about it."""
     broker = ctx.broker
     live = {b.node_id for b in broker.cluster.brokers()}
@@ -75,6 +81,8 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool) -> dict[str, Any]:
                 f"replication factor: {factor} larger than available brokers: {len(live)}",
                 ErrorCode.INVALID_REPLICATION_FACTOR,
             )
+    if quota is not None and not validate_only:
+        quota.admit(partitions)
     configs = {c.name: c.value for c in t.configs}
     topic_id = broker.admin.create_topic(
         t.name,
@@ -102,11 +110,12 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     names = [t.name for t in req.topics]
     uncreatable = _uncreatable(ctx, names)
     hidden = denied(ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names)
+    quota = ctx.broker.security.quotas.mutation_quota(ctx, STRICT_QUOTA_SINCE)
 
     def create(t: Any) -> None:
         if t.name in uncreatable:
             raise KafkaError("Authorization failed.", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-        described[t.name] = _create(ctx, t, req.validate_only)
+        described[t.name] = _create(ctx, t, req.validate_only, quota)
 
     results = per_topic(req.topics, create)
     for result in results:
@@ -118,7 +127,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         # Kafka keeps the config error unless the creation itself was tried and failed.
         if name in hidden and (result["error_code"] == 0 or name in uncreatable or names.count(name) > 1):
             result["topic_config_error_code"] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-    return {"throttle_time_ms": 0, "topics": results}
+    answer = {"throttle_time_ms": 0, "topics": results}
+    return answer if quota is None else quota.finish(answer)
 
 
 registry.register(API_KEY, 2, 7, handle)

@@ -15,6 +15,10 @@ Behavior:
   named by ID that the principal may not even DESCRIBE answers
   TOPIC_AUTHORIZATION_FAILED with a null name (IDs are not secret, names are).
   Checked after the request's INVALID_REQUEST cases.
+- Quotas: a deleted topic's partitions count against the client's
+  controller_mutation_rate; from v5 a topic is refused with
+  THROTTLING_QUOTA_EXCEEDED once the quota is exceeded, below v5 the answer is
+  throttled instead (broker/security/quotas.py).
 Version notes: v1-4 share one layout; v5 adds error_message, v6 topics by ID
   (flexible from v4).
 """
@@ -29,17 +33,19 @@ from broker import registry
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.security.acls import AclOperation, ResourceType
+from broker.security.quotas import MutationQuota
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
 API_KEY = 20
+STRICT_QUOTA_SINCE = 5  # controller_mutation_rate refuses topics from v5 (KIP-599)
 
 
 def _result(name: str | None, topic_id: uuid.UUID, code: int, message: str | None = None) -> dict[str, Any]:
     return {"name": name, "topic_id": topic_id, "error_code": code, "error_message": message}
 
 
-def _delete(ctx: RequestContext, name: str) -> dict[str, Any]:
+def _delete(ctx: RequestContext, name: str, quota: MutationQuota | None) -> dict[str, Any]:
     if not ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, name):
         return _result(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
     state = ctx.broker.cluster.topic(name)
@@ -47,6 +53,8 @@ def _delete(ctx: RequestContext, name: str) -> dict[str, Any]:
     try:
         if name in INTERNAL_TOPICS:
             raise KafkaError("internal topics cannot be deleted", ErrorCode.INVALID_REQUEST)
+        if quota is not None and state is not None:
+            quota.admit(len(state.partitions))
         ctx.broker.admin.delete_topic(name)
     except KafkaError as exc:
         return _result(name, ZERO_UUID, exc.code, str(exc))
@@ -58,6 +66,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         wanted = [(name, ZERO_UUID) for name in req.topic_names]
     else:
         wanted = [(t.name, t.topic_id) for t in req.topics]
+    quota = ctx.broker.security.quotas.mutation_quota(ctx, STRICT_QUOTA_SINCE)
     names = Counter(name for name, topic_id in wanted if topic_id == ZERO_UUID)
     ids = Counter(topic_id for _, topic_id in wanted if topic_id != ZERO_UUID)
     results = []
@@ -70,7 +79,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             elif names[name] > 1:
                 results.append(_result(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "duplicate topic name"))
             else:
-                results.append(_delete(ctx, name))
+                results.append(_delete(ctx, name, quota))
         elif name is not None:
             results.append(_result(name, topic_id, ErrorCode.INVALID_REQUEST, "both name and id given"))
         elif ids[topic_id] > 1:
@@ -86,10 +95,11 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                     )
                 )
             else:
-                result = _delete(ctx, found)
+                result = _delete(ctx, found, quota)
                 result["topic_id"] = topic_id
                 results.append(result)
-    return {"throttle_time_ms": 0, "responses": results}
+    answer = {"throttle_time_ms": 0, "responses": results}
+    return answer if quota is None else quota.finish(answer)
 
 
 registry.register(API_KEY, 1, 6, handle)

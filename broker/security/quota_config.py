@@ -10,7 +10,7 @@ them: broker/security/quota_store.py).
 Keys (Kafka's QuotaConfig): ``producer_byte_rate`` and ``consumer_byte_rate``
 (bytes per second, whole numbers), ``request_percentage`` (percent of one
 request thread's time) and ``controller_mutation_rate`` (partitions created or
-deleted per second: stored and described, not enforced here).
+deleted per second, a token bucket: broker/security/quotas.py `MutationQuota`).
 
 `QuotaTable` answers, per key, which quota applies to a connection, as Kafka's
 default ClientQuotaCallback does (ClientQuotaManager.scala):

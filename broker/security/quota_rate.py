@@ -124,3 +124,40 @@ def record_and_throttle(
         return 0
     ms = throttle_time_ms(observed, bound, rate.window_ms(now_ms))
     return ms if max_ms is None else min(ms, max_ms)
+
+
+class TokenBucket:
+    """Kafka's ``TokenBucket`` (the measure of ``controller_mutation_rate``, KIP-599).
+
+    Credits refill at ``rate`` per second up to ``burst`` = rate x ``quota.window.num`` x the
+    window in seconds, starting full; a mutation takes its partition count, possibly driving the
+    credits below zero. Below zero the quota is exceeded for ``-credits / rate`` seconds.
+    """
+
+    def __init__(self) -> None:
+        self.credits: float | None = None  # None: full (no time has passed yet)
+        self.last_ms = 0
+        self.rate = self.burst = 0.0  # as last used
+
+    def is_full(self, now_ms: int) -> bool:
+        """Whether it has refilled completely: forgetting it then changes nothing."""
+        if self.credits is None:
+            return True
+        return self.credits + self.rate * max(now_ms - self.last_ms, 0) / 1000 >= self.burst
+
+    def _refill(self, rate: float, burst: float, now_ms: int) -> float:
+        self.rate, self.burst = rate, burst
+        if self.credits is None:
+            self.credits = burst
+        else:
+            self.credits = min(burst, self.credits + rate * max(now_ms - self.last_ms, 0) / 1000)
+        self.last_ms = now_ms
+        return self.credits
+
+    def take(self, value: float, rate: float, burst: float, now_ms: int) -> None:
+        self.credits = min(burst, self._refill(rate, burst, now_ms) - value)
+
+    def throttle_ms(self, rate: float, burst: float, now_ms: int) -> int:
+        """How long until the credits are back to zero (0 when not below it): Kafka rounds."""
+        credits = self._refill(rate, burst, now_ms)
+        return 0 if credits >= 0 else round(-credits / rate * 1000)

@@ -27,6 +27,10 @@ Enforcement, as KafkaApis does it (KIP-219: the answer goes out at once with
   capped at one ``quota.window.size.seconds`` (ClientRequestQuotaManager).
   Exempt: replication (follower fetches, WriteTxnMarkers), SASL exchanges and
   acks=0 produces.
+- CreateTopics, CreatePartitions, DeleteTopics (`mutation_quota`): the
+  partitions created or deleted count against ``controller_mutation_rate``,
+  a token bucket (Kafka's ControllerMutationQuotaManager, KIP-599); see
+  `MutationQuota` for its strict and permissive forms.
 - A throttle time sets ``Session.throttle_ms`` (the largest one wins); the
   connection mutes itself for that long once the handler has returned
   (broker/connection.py). The answer's ``throttle_time_ms`` is the largest of
@@ -52,6 +56,7 @@ from broker.config import BrokerConfig, ConfigError
 from broker.security.credentials import local_users_file
 from broker.security.quota_config import (
     CONSUMER_BYTE_RATE,
+    CONTROLLER_MUTATION_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     Entity,
@@ -61,7 +66,7 @@ from broker.security.quota_config import (
     format_value,
     matches,
 )
-from broker.security.quota_rate import SampledRate, record_and_throttle
+from broker.security.quota_rate import SampledRate, TokenBucket, record_and_throttle
 from broker.security.quota_store import (
     add_entities,
     entity_path,
@@ -70,6 +75,7 @@ from broker.security.quota_store import (
     sanitize,
     write_zk_entity,
 )
+from protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
     from broker.cluster.zk.session import ZkSession
@@ -121,6 +127,7 @@ class ClientQuotas:
             raise ConfigError("quota.window.num and quota.window.size.seconds must be at least 1")
         self._table = QuotaTable({})
         self._rates: dict[str, dict[Tags, SampledRate]] = {key: {} for key in _MEASURED}
+        self._buckets: dict[Tags, TokenBucket] = {}  # controller_mutation_rate
         self._write_users = write_users
         self._users_file = None if data_dir is None else local_users_file(data_dir)
         self._file = None if data_dir is None else local_quota_file(data_dir)
@@ -181,6 +188,25 @@ class ClientQuotas:
         if bound is None:
             return None
         return int(bound * (self._samples - 1) * self._window_ms / 1000)
+
+    def mutation_quota(self, ctx: RequestContext, strict_since: int) -> MutationQuota | None:
+        """The ``controller_mutation_rate`` of the request's client, for CreateTopics,
+        CreatePartitions and DeleteTopics (None: no such quota applies). Strict from version
+        ``strict_since`` on (such clients understand THROTTLING_QUOTA_EXCEEDED), permissive below."""
+        table = self._table
+        if not table.has(CONTROLLER_MUTATION_RATE):
+            return None
+        tags = table.tags(
+            CONTROLLER_MUTATION_RATE, user_of(ctx.session.principal), ctx.header.client_id or ""
+        )
+        bound = table.bound(CONTROLLER_MUTATION_RATE, tags)
+        if bound is None:
+            return None
+        bucket = self._buckets.get(tags)
+        if bucket is None:
+            bucket = self._buckets[tags] = TokenBucket()
+        burst = bound * self._samples * self._window_ms / 1000
+        return MutationQuota(bucket, bound, burst, ctx.version >= strict_since, ctx.session)
 
     def after_request(self, ctx: RequestContext, req: Any, result: Any, started: float) -> Any:
         """Count the time since ``started`` (time.perf_counter) against ``request_percentage``;
@@ -338,6 +364,46 @@ class ClientQuotas:
         for rates in self._rates.values():
             for tags in [t for t, r in rates.items() if r.idle_since(now_ms) >= expire]:
                 del rates[tags]
+        for tags in [t for t, b in self._buckets.items() if b.is_full(now_ms)]:
+            del self._buckets[tags]
+
+
+class MutationQuota:
+    """One request's view of its client's ``controller_mutation_rate`` (Kafka's Strict- and
+    PermissiveControllerMutationQuota).
+
+    `admit` comes before each topic's mutation with its partition count. Strict: once the bucket
+    is below zero the topic is refused (THROTTLING_QUOTA_EXCEEDED, Kafka's message) and the answer
+    throttled; a topic admitted while credits remain takes its partitions even past zero (the
+    next one pays). Permissive: every topic goes ahead and the answer is throttled once the bucket
+    is below zero. `finish` puts the throttle time on the answer and mutes the connection for it.
+    """
+
+    def __init__(
+        self, bucket: TokenBucket, rate: float, burst: float, strict: bool, session: Session
+    ) -> None:
+        self.bucket, self.rate, self.burst, self.strict, self.session = bucket, rate, burst, strict, session
+        self.throttle_ms = 0
+
+    def admit(self, partitions: int) -> None:
+        now_ms = int(time.monotonic() * 1000)
+        if self.strict:
+            ms = self.bucket.throttle_ms(self.rate, self.burst, now_ms)
+            if ms:
+                self.throttle_ms = max(self.throttle_ms, ms)
+                raise KafkaError(
+                    "The throttling quota has been exceeded.", ErrorCode.THROTTLING_QUOTA_EXCEEDED
+                )
+            self.bucket.take(partitions, self.rate, self.burst, now_ms)
+            return
+        self.bucket.take(partitions, self.rate, self.burst, now_ms)
+        self.throttle_ms = max(self.throttle_ms, self.bucket.throttle_ms(self.rate, self.burst, now_ms))
+
+    def finish(self, answer: dict[str, Any]) -> dict[str, Any]:
+        if self.throttle_ms:
+            answer["throttle_time_ms"] = max(answer.get("throttle_time_ms", 0), self.throttle_ms)
+            self.session.throttle_ms = max(self.session.throttle_ms, self.throttle_ms)
+        return answer
 
 
 def _order(name: str | None) -> tuple[int, str]:

@@ -401,3 +401,45 @@ def test_a_fetch_carries_at_most_the_quota_window(qbroker: BrokerProcess) -> Non
         free = c.recv(1, 11, c.send(1, 11, request, client_id="free")).responses[0].partitions[0]
     assert 10_000 < len(capped.records) <= 50_000
     assert len(free.records) > 400_000
+
+
+def _create_topics(c: RawClient, version: int, client_id: str, topics: dict[str, int]) -> Any:
+    body = {
+        "topics": [
+            {"name": n, "num_partitions": p, "replication_factor": 1, "assignments": [], "configs": []}
+            for n, p in topics.items()
+        ],
+        "timeout_ms": 10_000,
+        "validate_only": False,
+    }
+    return c.recv(19, version, c.send(19, version, body, client_id=client_id))
+
+
+def test_controller_mutation_rate_refuses_topics_once_exceeded(qbroker: BrokerProcess) -> None:
+    """KIP-599 with quota.window.num=2 and 1 s windows: a rate of 1 partition/s is a bucket of 2.
+    Strict versions refuse the topics after the one that emptied it; older versions go ahead,
+    throttled; other clients are not affected."""
+    with AdminClient(bootstrap_servers=qbroker.bootstrap) as admin:
+        quota = {QuotaEntity(client_id="mutator"): {"controller_mutation_rate": 1.0}}
+        assert admin.alter_client_quotas(quota) == dict.fromkeys(quota)
+    with RawClient(qbroker.port) as c:
+        strict = _create_topics(c, 7, "mutator", {"m-first": 5, "m-second": 1})
+        codes = {t.name: (t.error_code, t.error_message) for t in strict.topics}
+        assert codes == {
+            "m-first": (0, None),  # the bucket had credit: it goes through, and is now 3 below zero
+            "m-second": (89, "The throttling quota has been exceeded."),
+        }
+        assert 2000 <= strict.throttle_time_ms <= 3000
+        other = _create_topics(c, 7, "someone-else", {"o-first": 5})
+        assert [t.error_code for t in other.topics] == [0] and other.throttle_time_ms == 0
+    # c was muted for its throttle time, so the bucket is back near zero: an old version goes ahead
+    # and empties it again; a second connection (not muted) is refused the deletion at once.
+    with RawClient(qbroker.port) as c, RawClient(qbroker.port) as d:
+        permissive = _create_topics(c, 5, "mutator", {"m-old": 4})
+        assert [t.error_code for t in permissive.topics] == [0] and permissive.throttle_time_ms > 0
+        body = {"topic_names": ["m-first"], "timeout_ms": 10_000}
+        deleted = d.recv(20, 5, d.send(20, 5, body, client_id="mutator"))
+        assert [(r.name, r.error_code) for r in deleted.responses] == [("m-first", 89)]
+    with AdminClient(bootstrap_servers=qbroker.bootstrap) as admin:
+        assert {"m-first", "m-old", "o-first"} <= set(admin.list_topics())
+        assert "m-second" not in admin.list_topics()

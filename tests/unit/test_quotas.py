@@ -27,7 +27,7 @@ from broker.security.quota_config import (
     matches,
     parse_filter,
 )
-from broker.security.quota_rate import SampledRate, record_and_throttle, throttle_time_ms
+from broker.security.quota_rate import SampledRate, TokenBucket, record_and_throttle, throttle_time_ms
 from broker.security.quota_store import desanitize, entity_path, parse_entity_path, sanitize
 from broker.security.quotas import ClientQuotas
 from protocol.errors import ErrorCode
@@ -355,3 +355,16 @@ def test_nothing_is_measured_without_quotas(tmp_path: Path) -> None:
     quotas = _quotas(tmp_path)
     asyncio.run(quotas.alter({("alice", None): {"controller_mutation_rate": 5.0}}))
     assert not quotas.enabled  # controller_mutation_rate alone is stored, not enforced
+
+
+def test_token_bucket_starts_full_goes_below_zero_and_refills() -> None:
+    """controller_mutation_rate 2/s with 11 windows of 1 s: a burst of 22 partitions."""
+    bucket, rate, burst = TokenBucket(), 2.0, 22.0
+    assert bucket.throttle_ms(rate, burst, 1_000) == 0 and bucket.is_full(1_000)
+    bucket.take(30, rate, burst, 1_000)  # one mutation may overdraw
+    assert bucket.throttle_ms(rate, burst, 1_000) == 4_000  # 8 below zero at 2 per second
+    assert bucket.throttle_ms(rate, burst, 3_000) == 2_000
+    assert bucket.throttle_ms(rate, burst, 5_000) == 0 and not bucket.is_full(5_000)
+    assert bucket.is_full(16_000)  # 22 more credits at 2/s after reaching zero
+    bucket.take(1, rate, burst, 100_000)
+    assert bucket.credits == 21  # refilled only up to the burst
