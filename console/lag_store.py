@@ -16,7 +16,7 @@ the file; names are stored once and samples reference them by integer id)::
             committed, end_offset,
             PRIMARY KEY (group_ref, ts_ms, tp_ref)) WITHOUT ROWID           -- one row per group, partition, sample
     cluster(ts_ms INTEGER PRIMARY KEY, end_offsets_sum, committed_sum,
-            size_bytes NULL)                                                -- one row per sample
+            size_bytes NULL, consumed_bytes NULL)                           -- one row per sample
 
 ``samples`` is clustered on (group_ref, ts_ms), so a group's history over a time range
 and the retention purge (per group, by time) are index range scans. Lag is
@@ -56,7 +56,8 @@ CREATE TABLE IF NOT EXISTS cluster (
     ts_ms INTEGER PRIMARY KEY,
     end_offsets_sum INTEGER NOT NULL,
     committed_sum INTEGER NOT NULL,
-    size_bytes INTEGER
+    size_bytes INTEGER,
+    consumed_bytes INTEGER
 );
 """
 
@@ -86,7 +87,9 @@ class RateHistory:
     Each entry is the rate between a sample and the one before it (the largest such rate
     of the bucket when downsampled): ``records_in`` from the sum of every partition's end
     offset, ``records_out`` from the sum of every group's committed offsets (records
-    consumed, counted once per group), ``bytes_in`` from the size of the logs. An entry is
+    consumed, counted once per group), ``bytes_in`` from the size of the logs, ``bytes_out``
+    from the sampler's running estimate of bytes consumed (records consumed x the average
+    record size of their partitions: the protocol shows no client what a broker sends). An entry is
     None when the delta is negative (a topic or group deleted, segments removed by
     retention) or a size is unknown.
     """
@@ -95,6 +98,7 @@ class RateHistory:
     records_in: list[float | None] = field(default_factory=list)
     records_out: list[float | None] = field(default_factory=list)
     bytes_in: list[float | None] = field(default_factory=list)
+    bytes_out: list[float | None] = field(default_factory=list)
 
 
 class LagStore:
@@ -144,14 +148,20 @@ class LagStore:
             return len(params)
 
     def add_cluster(
-        self, ts_ms: int, end_offsets_sum: int, committed_sum: int, size_bytes: int | None
+        self,
+        ts_ms: int,
+        end_offsets_sum: int,
+        committed_sum: int,
+        size_bytes: int | None,
+        consumed_bytes: int | None = None,
     ) -> None:
-        """Store one throughput sample (sums over the cluster at ``ts_ms``; size None when unknown)."""
+        """Store one throughput sample (sums over the cluster at ``ts_ms``; size None when unknown;
+        ``consumed_bytes`` a running total kept by the sampler, None when it cannot estimate)."""
         with self._lock, self._conn:
             self._conn.execute(
-                "INSERT OR REPLACE INTO cluster (ts_ms, end_offsets_sum, committed_sum, size_bytes)"
-                " VALUES (?, ?, ?, ?)",
-                (ts_ms, end_offsets_sum, committed_sum, size_bytes),
+                "INSERT OR REPLACE INTO cluster"
+                " (ts_ms, end_offsets_sum, committed_sum, size_bytes, consumed_bytes) VALUES (?, ?, ?, ?, ?)",
+                (ts_ms, end_offsets_sum, committed_sum, size_bytes, consumed_bytes),
             )
 
     def purge(self, now_ms: int) -> int:
@@ -278,7 +288,8 @@ class LagStore:
                 "SELECT ts_ms, ts_ms - LAG(ts_ms) OVER w AS dt,"
                 " end_offsets_sum - LAG(end_offsets_sum) OVER w AS d_in,"
                 " committed_sum - LAG(committed_sum) OVER w AS d_out,"
-                " size_bytes - LAG(size_bytes) OVER w AS d_bytes"
+                " size_bytes - LAG(size_bytes) OVER w AS d_bytes,"
+                " consumed_bytes - LAG(consumed_bytes) OVER w AS d_bytes_out"
                 " FROM cluster WHERE ts_ms BETWEEN ? AND ? WINDOW w AS (ORDER BY ts_ms)"
             )
             args = (start, until_ms)
@@ -294,7 +305,7 @@ class LagStore:
 
             rows = self._conn.execute(
                 f"SELECT (ts_ms - {int(first)}) / {int(width)} AS b, MIN(ts_ms),"
-                f" {rate('d_in')}, {rate('d_out')}, {rate('d_bytes')}"
+                f" {rate('d_in')}, {rate('d_out')}, {rate('d_bytes')}, {rate('d_bytes_out')}"
                 f" FROM ({rates}) WHERE dt > 0 GROUP BY b ORDER BY b",
                 args,
             ).fetchall()
@@ -303,6 +314,7 @@ class LagStore:
             records_in=[r[2] for r in rows],
             records_out=[r[3] for r in rows],
             bytes_in=[r[4] for r in rows],
+            bytes_out=[r[5] for r in rows],
         )
 
     # -- ids ----------------------------------------------------------------------------------------

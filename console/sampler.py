@@ -2,9 +2,9 @@
 
 One sample makes a handful of requests whatever the number of groups: ListGroups, the
 topic metadata, the committed offsets of every group at once
-(``list_consumer_groups_offsets``), ONE ``list_offsets`` for the end offset of every
+(``list_consumer_groups_offsets``), ``list_offsets`` for the end and the start offset of every
 partition of every topic (which covers the partitions groups committed), and the log sizes
-(``describe_log_dirs``, optional). It stores per (group, partition) the committed and
+(``describe_log_dirs``, optional), with which it estimates the bytes consumed. It stores per (group, partition) the committed and
 end offsets, and for the cluster the sums that the overview turns into rates, in a
 `LagStore` (through `asyncio.to_thread`: SQLite blocks).
 
@@ -51,6 +51,10 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+async def _nothing() -> dict[TopicPartition, Any]:
+    return {}
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -89,6 +93,8 @@ class LagSampler:
         self.last_error: str | None = None
         self.last_error_ms: int | None = None
         self._stop = asyncio.Event()
+        self._last_committed: dict[tuple[str, TopicPartition], int] = {}
+        self._consumed_total = 0  # bytes, see _consumed_bytes
 
     async def sample_once(self, now_ms: int | None = None) -> SampleStats:
         """Take one sample and store it under ``now_ms`` (default: now); raises when the cluster
@@ -120,8 +126,12 @@ class LagSampler:
             for p, pinfo in info.partitions.items()
             if pinfo.leader >= 0
         )
-        answers = await self.admin.list_offsets(dict.fromkeys(wanted, "latest")) if wanted else {}
+        answers, starts = await asyncio.gather(
+            self.admin.list_offsets(dict.fromkeys(wanted, "latest")) if wanted else _nothing(),
+            self.admin.list_offsets(dict.fromkeys(wanted, "earliest")) if wanted else _nothing(),
+        )
         ends = {tp: a.offset for tp, a in answers.items() if isinstance(a, OffsetAndTimestamp)}
+        firsts = {tp: a.offset for tp, a in starts.items() if isinstance(a, OffsetAndTimestamp)}
 
         rows: list[tuple[str, str, int, int, int]] = []
         committed_sum = 0
@@ -132,10 +142,13 @@ class LagSampler:
                 if end is not None:
                     rows.append((gid, tp.topic, tp.partition, om.offset, end))
         end_sum = sum(ends.values())
-        size = await self._size_bytes(topics.keys())
+        sizes = await self._sizes()
+        names = set(topics)
+        size = None if sizes is None else sum(n for tp, n in sizes.items() if tp.topic in names)
+        consumed = self._consumed_bytes(committed, sizes, ends, firsts)
 
         await asyncio.to_thread(self.store.add_lag, ts_ms, rows)
-        await asyncio.to_thread(self.store.add_cluster, ts_ms, end_sum, committed_sum, size)
+        await asyncio.to_thread(self.store.add_cluster, ts_ms, end_sum, committed_sum, size, consumed)
         return SampleStats(
             ts_ms=ts_ms,
             groups=len(committed),
@@ -144,8 +157,8 @@ class LagSampler:
             duration_s=time.monotonic() - started,
         )
 
-    async def _size_bytes(self, topics: Any) -> int | None:
-        """Bytes of the logs of ``topics`` (every replica), None when the cluster cannot tell."""
+    async def _sizes(self) -> Mapping[TopicPartition, int] | None:
+        """Bytes of each partition's log, None when the cluster cannot tell."""
         describe = getattr(self.admin, "describe_log_dirs", None)
         if describe is None:
             return None
@@ -154,8 +167,34 @@ class LagSampler:
         except Exception as exc:  # an old broker, no permission: the plot goes without bytes
             log.debug("lag sample: describe_log_dirs: %s", _describe(exc))
             return None
-        names = set(topics)
-        return sum(size for tp, size in sizes.items() if tp.topic in names)
+        return sizes
+
+    def _consumed_bytes(
+        self,
+        committed: Mapping[str, Mapping[TopicPartition, OffsetAndMetadata]],
+        sizes: Mapping[TopicPartition, int] | None,
+        ends: Mapping[TopicPartition, int],
+        firsts: Mapping[TopicPartition, int],
+    ) -> int | None:
+        """The running estimate of bytes consumed: since the last sample, each group's committed
+        offsets moved by so many records, times its partition's average record size (bytes on
+        disk / records in the log). None without sizes. Kafka's protocol shows no client the bytes
+        a broker sends, so this stands in for "bytes out"; it starts at 0 with the sampler."""
+        if sizes is None:
+            self._last_committed = {}
+            return None
+        added = 0.0
+        now: dict[tuple[str, TopicPartition], int] = {}
+        for gid, offsets in committed.items():
+            for tp, om in offsets.items():
+                now[(gid, tp)] = om.offset
+                before = self._last_committed.get((gid, tp))
+                records = ends.get(tp, 0) - firsts.get(tp, 0)
+                if before is not None and om.offset > before and records > 0 and tp in sizes:
+                    added += (om.offset - before) * sizes[tp] / records
+        self._last_committed = now
+        self._consumed_total += int(added)
+        return self._consumed_total
 
     async def run(self) -> None:
         """Sample every ``interval_s`` (the first at once) and purge old history every

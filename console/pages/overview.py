@@ -51,6 +51,8 @@ async def rates(request: web.Request) -> web.Response:
     ]
     if any(v is not None for v in history.bytes_in):
         series.append({"name": "bytes in /s", "y": history.bytes_in, "axis": "y2"})
+    if any(v is not None for v in history.bytes_out):
+        series.append({"name": "bytes consumed /s (estimate)", "y": history.bytes_out, "axis": "y2"})
     return web.json_response(
         {"x": history.timestamps, "series": series, "ylabel": "records / s", "y2label": "bytes / s"}
     )

@@ -86,8 +86,8 @@ def test_purge_applies_retention(store: LagStore) -> None:
 
 
 def test_rates(store: LagStore) -> None:
-    store.add_cluster(T0, 100, 50, 1000)
-    store.add_cluster(T0 + 2000, 300, 60, 5000)  # +100/s in, +5/s out, +2000 B/s
+    store.add_cluster(T0, 100, 50, 1000, 0)
+    store.add_cluster(T0 + 2000, 300, 60, 5000, 400)  # +100/s in, +5/s out, +2000 B/s in, +200 B/s out
     store.add_cluster(T0 + 4000, 300, 60, 100)  # retention removed segments: size fell
     store.add_cluster(T0 + 5000, 350, 40, None)  # a group deleted: committed fell; size unknown
     store.add_cluster(T0 + 6000, 400, 50, 600)  # size known again, but the previous was not
@@ -97,6 +97,7 @@ def test_rates(store: LagStore) -> None:
     assert r.records_in == [100.0, 0.0, 50.0, 50.0, 0.0]
     assert r.records_out == [5.0, 0.0, None, 10.0, 0.0]
     assert r.bytes_in == [2000.0, None, None, None, 100.0]
+    assert r.bytes_out == [200.0, None, None, None, None]  # consumed bytes given for the first two only
     # A range starting after a sample rates its first point against that sample.
     r = store.cluster_rates(T0 + 1, T0 + 2000)
     assert r.timestamps == [T0 + 2000] and r.records_in == [100.0]

@@ -100,6 +100,11 @@ async def test_lag_rises_and_falls(kafka: BrokerProcess, admin: AIOAdminClient, 
     assert rates.records_in == [1.7, 0.0]
     assert rates.records_out == [0.0, 3.7]
     assert rates.bytes_in[0] is not None and rates.bytes_in[0] > 0
+    # Bytes consumed, estimated from the average record size of the partitions read: none, then
+    # 37 records' worth (every record of the topic has the same size).
+    assert rates.bytes_out[0] == 0.0
+    per_record = rates.bytes_in[0] * 10 / 17  # bytes per second x 10 s / the 17 records appended
+    assert rates.bytes_out[1] == pytest.approx(37 * per_record / 10, rel=0.25)
     store.close()
 
 
@@ -186,8 +191,10 @@ class FakeAdmin:
     async def list_offsets(self, specs: dict[TopicPartition, str]) -> dict[TopicPartition, Any]:
         self.list_offsets_calls += 1
         # Neither the deleted topic "gone" that a group still has offsets for, nor the leaderless u-1.
-        assert specs == {self.tp: "latest", TopicPartition("u", 0): "latest"}
-        return {self.tp: OffsetAndTimestamp(10, -1), TopicPartition("u", 0): KafkaError("not leader")}
+        which = next(iter(specs.values()))
+        assert specs == {self.tp: which, TopicPartition("u", 0): which} and which in ("latest", "earliest")
+        found = 10 if which == "latest" else 0
+        return {self.tp: OffsetAndTimestamp(found, -1), TopicPartition("u", 0): KafkaError("not leader")}
 
     async def describe_log_dirs(self) -> dict[TopicPartition, int]:
         raise KafkaError("not supported")
@@ -199,10 +206,11 @@ async def test_errored_groups_are_skipped_and_sizes_optional() -> None:
     sampler = LagSampler(admin, store)  # type: ignore[arg-type]
     stats = await sampler.sample_once(1000)
     assert (stats.groups, stats.partitions, stats.skipped) == (1, 1, 1)
-    assert admin.offset_calls == [["bad", "ok"]] and admin.list_offsets_calls == 1
+    assert admin.offset_calls == [["bad", "ok"]] and admin.list_offsets_calls == 2  # ends and starts
     assert store.group_history("ok", 0, 2000).partitions == {"t-0": [6]}
     assert store.group_names() == ["ok"]
     await sampler.sample_once(2000)
     rates = store.cluster_rates(0, 3000)
-    assert rates.timestamps == [2000] and rates.records_in == [0.0] and rates.bytes_in == [None]
+    assert rates.timestamps == [2000] and rates.records_in == [0.0]
+    assert rates.bytes_in == rates.bytes_out == [None]  # no sizes: no byte estimates
     store.close()
