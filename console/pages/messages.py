@@ -68,7 +68,12 @@ def row_view(record: Any, fmt: str) -> dict[str, Any]:
 
 
 async def _bounds(admin: Any, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]]:
-    """(log start, end) of each partition, asked now: the cluster snapshot may be seconds old."""
+    """(log start, end) of each partition, asked now: the cluster snapshot may be seconds old.
+    The topic is looked up first: ListOffsets for a topic deleted meanwhile would be retried until
+    the client's timeout, and then read as a cluster that does not answer."""
+    found = (await admin.describe_topics([topic])).get(topic)
+    if found is None or isinstance(found, KafkaError):
+        raise BadInput(f"there is no topic {topic!r} (deleted, or never created)")
     tps = [TopicPartition(topic, n) for n in partitions]
     earliest, latest = await asyncio.gather(
         admin.list_offsets(dict.fromkeys(tps, "earliest")), admin.list_offsets(dict.fromkeys(tps, "latest"))

@@ -224,3 +224,16 @@ async def test_messages_are_read_up_to_the_end_as_it_is_now(
         await producer.send_and_wait(topic, b"just-now", partition=0)
     page = await (await web.get(f"/topics/{topic}/messages?partition=0")).text()
     assert re.findall(r'data-offset="(\d+)"', page) == ["0"] and "just-now" in page
+
+
+async def test_a_topic_deleted_behind_the_consoles_back(
+    web: TestClient, kafka: BrokerProcess, topic: str
+) -> None:
+    """The snapshot still lists it for a few seconds; the messages page says it is gone, not that
+    the cluster does not answer."""
+    await web.post("/topics", data={"name": topic, "partitions": "1"})
+    assert (await web.get(f"/topics/{topic}")).status == 200  # cached in the snapshot now
+    async with AIOAdminClient({"bootstrap.servers": kafka.bootstrap}) as admin:
+        assert await admin.delete_topics([topic]) == {topic: None}
+    r = await web.get(f"/topics/{topic}/messages?partition=0")
+    assert r.status == 400 and "there is no topic" in message(await r.text())
