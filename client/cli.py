@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import datetime as dt
 import json
 import signal
 import sys
@@ -25,6 +24,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TextIO
 
+from client import times
 from client.admin import TOPIC, AdminClient, NewTopic
 from client.cli_acls import add_acls_parser, cmd_acls
 from client.cli_quotas import add_quotas_parser, cmd_quotas
@@ -58,16 +58,12 @@ def _text(data: bytes | None) -> Any:
 
 def parse_time(text: str) -> int:
     """ms since the epoch from digits (ms) or an ISO-8601 date/time (local time when no zone is given)."""
-    text = text.strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
     try:
-        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        return times.parse_time(text, local=True)
     except ValueError:
-        raise CliError(f"cannot read {text!r} as a time: use ms since the epoch or ISO 8601") from None
-    if when.tzinfo is None:
-        when = when.astimezone()
-    return int(when.timestamp() * 1000)
+        raise CliError(
+            f"cannot read {text.strip()!r} as a time: use ms since the epoch or ISO 8601"
+        ) from None
 
 
 def parse_kv(items: Iterable[str], what: str) -> list[tuple[str, str]]:

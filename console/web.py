@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 import jinja2
 from aiohttp import web
 
+from client import times
 from console.gateway import TopicRow
 from console.pages.vendor import PLOTLY_URL
 from console.state import STATE
@@ -83,18 +84,15 @@ def format_ms(ms: int | None) -> str:
 
 def parse_time(text: str) -> int:
     """A timestamp from a form: ms since the epoch, or ISO 8601 (UTC unless it names a zone)."""
-    text = text.strip()
-    if text.isdigit():
-        return int(text)
     try:
-        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        ms = times.parse_time(text, local=False)
     except ValueError:
+        ms = -1
+    if ms < 0:
         raise BadInput(
-            f"{text!r} is not a timestamp: use ISO 8601 (2026-11-25T10:00:00) or milliseconds since 1970"
-        ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return int(when.timestamp() * 1000)
+            f"{text.strip()!r} is not a timestamp: use ISO 8601 (2026-11-25T10:00:00) or milliseconds since 1970"
+        )
+    return ms
 
 
 def int_param(
