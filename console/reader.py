@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,10 +34,18 @@ class ReadResult:
     complete: bool  # False when the timeout cut the reading short
 
 
-def consumer_settings(client_config: Mapping[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in client_config.items() if k != "default.api.timeout.ms"}
-    out.update({"group.id": None, "enable.auto.commit": False, "fetch.max.wait.ms": 100})
-    return out
+@contextlib.asynccontextmanager
+async def browsing_consumer(client_config: Mapping[str, Any]) -> AsyncIterator[AIOConsumer]:
+    """A started consumer of no group (nothing committed, short fetch waits), closed on leaving
+    within 2 s whatever happened (the page or the stream it served is already done)."""
+    settings = {**client_config, "group.id": None, "enable.auto.commit": False, "fetch.max.wait.ms": 100}
+    consumer = AIOConsumer(config=settings)
+    await consumer.start()
+    try:
+        yield consumer
+    finally:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(consumer.close(autocommit=False), 2)
 
 
 async def read_ranges(
@@ -59,9 +67,7 @@ async def read_ranges(
     found: dict[int, list[ConsumerRecord]] = {p: [] for p in spans}
     examined = dict.fromkeys(spans, 0)
     done: set[int] = set()
-    consumer = AIOConsumer(config=consumer_settings(client_config))
-    await consumer.start()
-    try:
+    async with browsing_consumer(client_config) as consumer:
         consumer.assign([TopicPartition(topic, p) for p in spans])
         for p, span in spans.items():
             consumer.seek(TopicPartition(topic, p), span.start)
@@ -85,9 +91,6 @@ async def read_ranges(
             for p in spans:  # a partition whose span ends in a gap (compacted, aborted) is done too
                 if p not in done and await consumer.position(TopicPartition(topic, p)) >= spans[p].stop:
                     _finish(consumer, topic, p, done)
-    finally:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(consumer.close(autocommit=False), 2)
     records = [r for rs in found.values() for r in rs]
     return ReadResult(records, sum(examined.values()), len(done) == len(spans))
 

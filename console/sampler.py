@@ -159,11 +159,8 @@ class LagSampler:
 
     async def _sizes(self) -> Mapping[TopicPartition, int] | None:
         """Bytes of each partition's log, None when the cluster cannot tell."""
-        describe = getattr(self.admin, "describe_log_dirs", None)
-        if describe is None:
-            return None
         try:
-            sizes: Mapping[TopicPartition, int] = await describe()
+            sizes: Mapping[TopicPartition, int] = await self.admin.describe_log_dirs()
         except Exception as exc:  # an old broker, no permission: the plot goes without bytes
             log.debug("lag sample: describe_log_dirs: %s", _describe(exc))
             return None

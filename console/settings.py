@@ -34,11 +34,20 @@ class ConsoleSettings:
     client: dict[str, str] = field(default_factory=dict)  # extra client settings (security...)
 
     def client_config(self) -> dict[str, object]:
-        """Settings for the bundled client: short timeouts, so a dead cluster shows as a banner quickly."""
-        out: dict[str, object] = {"client.id": "minikafka-console", "default.api.timeout.ms": 8000}
-        out.update(self.client)
+        """Settings for the console's producer and consumers: the user's client settings without
+        the admin-only ``default.api.timeout.ms`` (the producer refuses it)."""
+        out: dict[str, object] = {"client.id": "minikafka-console"}
+        out.update({k: v for k, v in self.client.items() if k != "default.api.timeout.ms"})
         out["bootstrap.servers"] = self.bootstrap_servers
         return out
+
+    def admin_config(self) -> dict[str, object]:
+        """Settings for the console's admin client: short API timeouts (8 s unless the user sets
+        ``default.api.timeout.ms``), so a dead cluster shows as a banner quickly."""
+        return {
+            "default.api.timeout.ms": self.client.get("default.api.timeout.ms", 8000),
+            **self.client_config(),
+        }
 
 
 def read_properties(path: str | Path) -> dict[str, str]:

@@ -24,7 +24,7 @@ class ConsoleState:
         self, settings: ConsoleSettings, templates: jinja2.Environment, *, sample: bool = True
     ) -> None:
         self.settings = settings
-        self.gateway = Gateway(settings.client_config())
+        self.gateway = Gateway(settings.admin_config())
         self.store = LagStore(settings.history_path, settings.retention_days)
         self.sampler = LagSampler(self.gateway.admin, self.store, settings.sample_interval_s)
         self.templates: jinja2.Environment = templates
@@ -39,10 +39,7 @@ class ConsoleState:
         """The producer behind the messages page's form (acks=all), started on first use."""
         async with self._producer_lock:
             if self._producer is None:
-                config = {
-                    k: v for k, v in self.settings.client_config().items() if k != "default.api.timeout.ms"
-                }
-                producer = AIOProducer({**config, "acks": "all", "linger.ms": 0})
+                producer = AIOProducer({**self.settings.client_config(), "acks": "all", "linger.ms": 0})
                 await producer.start()
                 self._producer = producer
             return self._producer

@@ -10,18 +10,16 @@ per partition for a search, at most 100,000).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from typing import Any
 
 from aiohttp import web
 
-from client.consumer import AIOConsumer
 from client.errors import KafkaError
 from client.types import OffsetAndTimestamp, TopicPartition
 from console.formats import FORMATS, contains, show
 from console.gateway import TopicRow
-from console.reader import Span, consumer_settings, read_ranges
+from console.reader import Span, browsing_consumer, read_ranges
 from console.state import STATE
 from console.web import BadInput, fragment, int_param, parse_time, render, topic_or_error
 
@@ -206,29 +204,24 @@ async def tail(request: web.Request) -> web.StreamResponse:
     partitions = _partitions(row, request.query)
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
     await response.prepare(request)
-    consumer = AIOConsumer(config=consumer_settings(state.settings.client_config()))
-    await consumer.start()
     try:
-        tps = [TopicPartition(row.name, p) for p in partitions]
-        consumer.assign(tps)
-        consumer.seek_to_end(*tps)
-        for tp in tps:  # resolve "the end" now: a record produced after "ready" must be shown
-            await consumer.position(tp)
-        await response.write(b"event: ready\ndata: {}\n\n")
-        while True:
-            batch = await consumer.poll(timeout=1.0, max_records=200)
-            if batch:
-                html = fragment(
-                    request, "_record_rows.html", rows=[row_view(r, fmt) for r in batch], topic=row
-                )
-                await response.write(f"event: records\ndata: {json.dumps({'html': html})}\n\n".encode())
-            else:
-                await response.write(b": idle\n\n")  # notices a browser that went away
+        async with browsing_consumer(state.settings.client_config()) as consumer:
+            tps = [TopicPartition(row.name, p) for p in partitions]
+            consumer.assign(tps)
+            consumer.seek_to_end(*tps)
+            for tp in tps:  # resolve "the end" now: a record produced after "ready" must be shown
+                await consumer.position(tp)
+            await response.write(b"event: ready\ndata: {}\n\n")
+            while True:
+                batch = await consumer.poll(timeout=1.0, max_records=200)
+                if batch:
+                    rows = [row_view(r, fmt) for r in batch]
+                    html = fragment(request, "_record_rows.html", rows=rows, topic=row)
+                    await response.write(f"event: records\ndata: {json.dumps({'html': html})}\n\n".encode())
+                else:
+                    await response.write(b": idle\n\n")  # notices a browser that went away
     except (ConnectionResetError, asyncio.CancelledError):
         pass
-    finally:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(consumer.close(autocommit=False), 2)
     return response
 
 
