@@ -24,7 +24,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from client._loop import LoopThread
 from client.admin_acls import AclAdmin
-from client.admin_cluster import ClusterAdmin, serves
+from client.admin_cluster import ClusterAdmin, group_offsets, serves
 from client.admin_quotas import QuotaAdmin
 from client.admin_transactions import TransactionAdmin
 from client.admin_users import UserAdmin
@@ -633,16 +633,10 @@ class AIOAdminClient(ClusterAdmin, TransactionAdmin, UserAdmin, AclAdmin, QuotaA
                 by_topic[tp.topic].append(tp.partition)
             topics = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
         resp = await self._coordinator_send(group_id, OFFSET_FETCH, {"group_id": group_id, "topics": topics})
-        if resp.get("error_code", 0):
-            raise error_for(resp.error_code, context=f"group {group_id!r}")
-        out = {}
-        for t in resp.topics:
-            for p in t.partitions:
-                if p.error_code == 0 and p.committed_offset >= 0:
-                    out[TopicPartition(t.name, p.partition_index)] = OffsetAndMetadata(
-                        p.committed_offset, p.metadata or ""
-                    )
-        return dict(sorted(out.items()))
+        found = group_offsets(group_id, resp.get("error_code", 0), resp.topics)
+        if isinstance(found, KafkaError):
+            raise found
+        return found
 
     async def alter_consumer_group_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, int | OffsetAndMetadata]

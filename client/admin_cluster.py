@@ -276,7 +276,7 @@ class ClusterAdmin:
                 }
                 resp = await conn.send(OFFSET_FETCH, body, version=BATCHED_OFFSET_FETCH, timeout=timeout)
                 out: dict[str, GroupOffsets | KafkaError] = {
-                    g.group_id: _group_offsets(g.group_id, g.error_code, g.topics) for g in resp.groups
+                    g.group_id: group_offsets(g.group_id, g.error_code, g.topics) for g in resp.groups
                 }
                 for gid in group_ids:
                     out.setdefault(gid, KafkaError(f"OffsetFetch returned nothing for group {gid!r}"))
@@ -289,7 +289,7 @@ class ClusterAdmin:
         except (KafkaConnectionError, KafkaTimeoutError) as exc:
             return dict.fromkeys(group_ids, exc)
         return {
-            gid: _group_offsets(gid, resp.get("error_code", 0), resp.topics)
+            gid: group_offsets(gid, resp.get("error_code", 0), resp.topics)
             for gid, resp in zip(group_ids, answers, strict=True)
         }
 
@@ -300,7 +300,7 @@ def serves(conn: BrokerConnection, api_key: int, version: int) -> bool:
     return theirs is not None and theirs[0] <= version <= theirs[1]
 
 
-def _group_offsets(group_id: str, error_code: int, topics: Iterable[Any]) -> GroupOffsets | KafkaError:
+def group_offsets(group_id: str, error_code: int, topics: Iterable[Any]) -> GroupOffsets | KafkaError:
     """One group's OffsetFetch answer: its committed offsets (sorted), or its error.
 
     A coordinator error on a partition (OffsetFetch v1 carries them there) is the group's error.

@@ -18,8 +18,8 @@ from client.admin_cluster import (
     FIND_COORDINATOR,
     OFFSET_FETCH,
     ClusterDescription,
+    group_offsets,
 )
-from client.admin_cluster import _group_offsets as group_offsets
 from client.connection import BrokerConnection
 from client.types import OffsetAndMetadata, TopicPartition
 from protocol.errors import ErrorCode
