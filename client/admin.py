@@ -64,6 +64,14 @@ INCREMENTAL_ALTER_CONFIGS = 44
 
 TOPIC = 2
 BROKER = 4
+# Metadata's topic errors that no retry will change, for ListOffsets.
+_FINAL_TOPIC_ERRORS = frozenset(
+    (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+    )
+)
 CONFIG_SOURCES = {
     0: "UNKNOWN",
     1: "DYNAMIC_TOPIC_CONFIG",
@@ -415,7 +423,11 @@ class AIOAdminClient(ClusterAdmin, TransactionAdmin, UserAdmin, AclAdmin, QuotaA
     async def list_offsets(
         self, specs: Mapping[TopicPartition, str | int], *, read_committed: bool = False
     ) -> dict[TopicPartition, OffsetAndTimestamp | KafkaError | None]:
-        """Offset per partition for "earliest", "latest" or a ms timestamp (None: no such record)."""
+        """Offset per partition for "earliest", "latest" or a ms timestamp (None: no such record).
+
+        A partition's error is its value: UNKNOWN_TOPIC_OR_PARTITION at once for a topic the
+        cluster does not have (and for a partition the topic lacks), as Kafka's AdminClient.
+        """
         query: dict[TopicPartition, int] = {}
         for tp, spec in specs.items():
             if spec == "earliest":
@@ -432,7 +444,7 @@ class AIOAdminClient(ClusterAdmin, TransactionAdmin, UserAdmin, AclAdmin, QuotaA
         left = dict(query)
         deadline = time.monotonic() + self._timeout
         self.cluster.track(tp.topic for tp in left)
-        await self._retrying(lambda: self.cluster.refresh(sorted({tp.topic for tp in left})))
+        await self._refresh_for_offsets(left, out)
         while left:
             by_node: dict[int, list[TopicPartition]] = collections.defaultdict(list)
             for tp in list(left):
@@ -473,8 +485,22 @@ class AIOAdminClient(ClusterAdmin, TransactionAdmin, UserAdmin, AclAdmin, QuotaA
             if time.monotonic() >= deadline:
                 raise KafkaTimeoutError(f"ListOffsets did not complete: {retry}")
             await asyncio.sleep(self._backoff)
-            await self._retrying(lambda: self.cluster.refresh(sorted({tp.topic for tp in left})))
+            await self._refresh_for_offsets(left, out)
         return out
+
+    async def _refresh_for_offsets(
+        self, left: dict[TopicPartition, int], out: dict[TopicPartition, Any]
+    ) -> None:
+        """Metadata for the topics of ``left``. A topic the cluster says it does not have (or may not
+        be described) answers each of its partitions with that error at once, moving it from ``left``
+        to ``out``, as Kafka's AdminClient fails them (PartitionLeaderStrategy): waiting would
+        only end in a timeout."""
+        seen = await self._retrying(lambda: self.cluster.refresh(sorted({tp.topic for tp in left})))
+        for tp in list(left):
+            info = seen.get(tp.topic)
+            if info is not None and info.error in _FINAL_TOPIC_ERRORS:
+                out[tp] = error_for(info.error, context=str(tp))
+                del left[tp]
 
     async def delete_records(
         self, offsets: Mapping[TopicPartition, int]

@@ -118,8 +118,8 @@ class LagSampler:
                 log.debug("lag sample: offsets of group %r: %s", gid, result)
         # End offsets of every partition that has a leader: a superset of the partitions groups
         # committed that still exist. A committed partition of a deleted topic, or one without a
-        # leader, is left out of the request (the client would retry it until its timeout and
-        # fail the whole sample) and has no row in this sample.
+        # leader (the client would retry it until its timeout and fail the whole sample), is left
+        # out of the request and has no row in this sample.
         wanted = sorted(
             TopicPartition(name, p)
             for name, info in topics.items()

@@ -22,6 +22,7 @@ from console.gateway import TopicRow
 from console.reader import Span, browsing_consumer, read_ranges
 from console.state import STATE
 from console.web import BadInput, fragment, int_param, parse_time, render, topic_or_error
+from protocol.errors import ErrorCode
 
 MODES = ("newest", "oldest", "offset", "timestamp")
 MAX_LIMIT = 500
@@ -66,12 +67,8 @@ def row_view(record: Any, fmt: str) -> dict[str, Any]:
 
 
 async def _bounds(admin: Any, topic: str, partitions: list[int]) -> dict[int, tuple[int, int]]:
-    """(log start, end) of each partition, asked now: the cluster snapshot may be seconds old.
-    The topic is looked up first: ListOffsets for a topic deleted meanwhile would be retried until
-    the client's timeout, and then read as a cluster that does not answer."""
-    found = (await admin.describe_topics([topic])).get(topic)
-    if found is None or isinstance(found, KafkaError):
-        raise BadInput(f"there is no topic {topic!r} (deleted, or never created)")
+    """(log start, end) of each partition, asked now: the cluster snapshot may be seconds old (a
+    topic deleted meanwhile answers UNKNOWN_TOPIC_OR_PARTITION, said as a sentence)."""
     tps = [TopicPartition(topic, n) for n in partitions]
     earliest, latest = await asyncio.gather(
         admin.list_offsets(dict.fromkeys(tps, "earliest")), admin.list_offsets(dict.fromkeys(tps, "latest"))
@@ -79,6 +76,8 @@ async def _bounds(admin: Any, topic: str, partitions: list[int]) -> dict[int, tu
 
     def offset(found: Any) -> int:
         if isinstance(found, KafkaError):
+            if getattr(found, "code", None) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                raise BadInput(f"there is no topic {topic!r} (deleted, or never created)")
             raise found
         return found.offset if isinstance(found, OffsetAndTimestamp) else 0
 

@@ -360,3 +360,15 @@ async def test_describe_groups_covers_both_group_protocols(kafka: BrokerProcess,
         finally:
             for c in members.values():
                 c.close()
+
+
+async def test_list_offsets_answers_an_unknown_topic_at_once(kafka: BrokerProcess, topic: str) -> None:
+    """As Kafka's AdminClient: the partitions of a topic the metadata does not have fail with
+    UNKNOWN_TOPIC_OR_PARTITION; retrying them would only end in the API timeout (raised here)."""
+    async with AIOAdminClient(bootstrap_servers=kafka.bootstrap, default_api_timeout_ms=3000) as admin:
+        await admin.create_topics([NewTopic(topic, 1, 1)])
+        known, gone = TopicPartition(topic, 0), TopicPartition(f"{topic}-never", 0)
+        found = await admin.list_offsets({known: "latest", gone: "latest"})
+        assert found[known] is not None and found[known].offset == 0
+        assert isinstance(found[gone], KafkaResponseError)
+        assert found[gone].code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
