@@ -28,12 +28,18 @@ def partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, list[
 
 
 def wait_for(check, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    """Until ``check()`` is true. A check reading a partition the metadata does not list yet
+    (KeyError, IndexError: a topic created a moment ago) counts as not yet."""
     deadline = time.monotonic() + timeout
+    missing: LookupError | None = None
     while time.monotonic() < deadline:
-        if check():
-            return
+        try:
+            if check():
+                return
+        except LookupError as exc:
+            missing = exc
         time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f" (last: {missing!r})" if missing else ""))
 
 
 def wait_for_leaders(bootstrap: str, topic: str, partitions: int, isr: int, timeout: float = 30) -> None:
