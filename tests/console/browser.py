@@ -204,6 +204,7 @@ class Browser:
             NoSuchElementException,
             StaleElementReferenceException,
             TimeoutException,
+            WebDriverException,
         )
         from selenium.webdriver.support.ui import WebDriverWait
 
@@ -213,6 +214,13 @@ class Browser:
             try:
                 value = probe()
             except (NoSuchElementException, StaleElementReferenceException) as exc:
+                seen[0] = f"{type(exc).__name__}: {exc.msg}"
+                return False
+            except WebDriverException as exc:
+                # While a page is being replaced Chrome may answer a question about an element
+                # of the old document with this inspector error instead of a stale reference.
+                if "does not belong to the document" not in (exc.msg or ""):
+                    raise
                 seen[0] = f"{type(exc).__name__}: {exc.msg}"
                 return False
             seen[0] = value
@@ -268,11 +276,13 @@ class Browser:
 
     def submit(self, button_css: str) -> None:
         """Click a submit button and wait for the page it leads to."""
-        from selenium.webdriver.support import expected_conditions as EC
-
-        old = self.find("html")
+        # A mark on the old window object: the page that replaces it does not have one.
+        self.driver.execute_script("window.__minikafkaOldPage = true")
         self.find(button_css).click()
-        self.wait(lambda: EC.staleness_of(old)(self.driver), f"the page after clicking {button_css}")
+        self.wait(
+            lambda: self.driver.execute_script("return window.__minikafkaOldPage !== true"),
+            f"the page after clicking {button_css}",
+        )
         self.wait(lambda: self.driver.execute_script("return document.readyState") == "complete", "page load")
 
     def page_text(self) -> str:
