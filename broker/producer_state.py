@@ -258,8 +258,9 @@ class PartitionProducers:
                 self.update(h, h.base_offset, now)
 
     def last_offsets(self) -> dict[int, int]:
-        """Producer id -> last offset of its last batch (the cleaner keeps those batches)."""
-        return {pid: p.batches[-1].last_offset for pid, p in self.producers.items() if p.batches}
+        """Producer id -> last offset of its last data batch (the cleaner keeps those batches), for
+        every producer still active; -1 for one with no data batch left (only markers)."""
+        return {pid: p.batches[-1].last_offset if p.batches else -1 for pid, p in self.producers.items()}
 
     def describe(self) -> list[tuple[int, int, int, int, int, int]]:
         """DescribeProducers: ``(producer id, epoch, last sequence (-1: none), last append ms,

@@ -43,12 +43,15 @@ What it does (Kafka's design, LogCleaner / LogCleanerManager):
   they neither survive nor supersede committed records), except that the last
   batch of a still-active producer stays as an empty batch, as above.
   Committed transactional batches are compacted like any others and keep their
-  transactional bit and producer fields. Control batches (COMMIT/ABORT markers)
-  are always kept: Kafka removes a marker once its transaction has no data left
-  and ``delete.retention.ms`` has passed; minikafka keeps them (a few bytes
-  each; consumers skip them). Each cleaned segment gets the transaction-index
-  entries of its source segments (each in the output segment holding its
-  marker), so aborted records never resurface to read_committed consumers.
+  transactional bit and producer fields. A control batch (COMMIT/ABORT marker)
+  stays while any batch of its transaction is left; once a pass finds it alone
+  (`storage.cleaner_txns`) it gets a delete horizon of ``delete.retention.ms``
+  and goes in the first pass after that, as in Kafka. The marker of an active
+  producer with no later data batch stays (it carries the producer's epoch).
+  Each cleaned segment gets the transaction-index entries of its source
+  segments (each in the output segment holding its marker), except those of
+  aborted transactions found with no data left, so aborted records never
+  resurface to read_committed consumers.
 - Offsets are preserved; consumers read across the gaps.
 - The rewritten segments are grouped so that a group's original size is at most
   ``segment.bytes`` (and its offsets fit int32 relative offsets, its index entries
@@ -80,27 +83,18 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from protocol import codecs
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError, ProtocolError
 from protocol.records import (
-    CONTROL_BIT,
-    DELETE_HORIZON_BIT,
-    LOG_APPEND_TIME,
     LOG_OVERHEAD,
-    MAGIC,
     MIN_BATCH_LENGTH,
-    RECORD_BATCH_OVERHEAD,
-    TIMESTAMP_TYPE_BIT,
-    TRANSACTIONAL_BIT,
     BatchHeader,
-    Record,
-    build_batch,
-    crc32c,
     decode_batch,
     scan_valid_prefix,
 )
 from storage import naming
 from storage.checkpoint import CorruptCheckpointError, read_offsets, write_offsets
+from storage.cleaner_batches import delete_horizon, empty_batch, rebuild_batch, splice_batch
+from storage.cleaner_txns import CleanedTransactions
 from storage.config import LogConfig
 from storage.fs import File, FileSystem
 from storage.index import INT32_MAX
@@ -120,11 +114,7 @@ DEFAULT_DEDUPE_BUFFER_BYTES = 128 * 1024 * 1024
 _READ_CHUNK = 1024 * 1024
 _WRITE_CHUNK = 1024 * 1024
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_UINT32 = struct.Struct(">I")
 _INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
-_INT16 = struct.Struct(">h")
 
 
 class CleanerAborted(Exception):
@@ -274,91 +264,6 @@ def _iter_batches(file: File, size: int, job: CleaningJob) -> Iterator[tuple[Bat
         pos += valid
 
 
-def _splice_batch(h: BatchHeader, data: bytes, payload: bytes, kept: list[Scanned]) -> tuple[bytes, int]:
-    """``h`` with only the ``kept`` records: their bytes as they are, recompressed; returns (bytes, max ts)."""
-    body = b"".join(payload[r[4] : r[5]] for r in kept)
-    if h.codec != codecs.NONE:
-        body = codecs.compress(h.codec, body)
-    out = bytearray(data[:RECORD_BATCH_OVERHEAD])
-    out += body
-    if h.timestamp_type == LOG_APPEND_TIME:
-        max_ts = h.max_timestamp
-    else:
-        max_ts = h.base_timestamp + max(r[1] for r in kept)
-    _INT32.pack_into(out, 8, len(out) - LOG_OVERHEAD)
-    _INT64.pack_into(out, 35, max_ts)
-    _INT32.pack_into(out, 57, len(kept))
-    _UINT32.pack_into(out, 17, crc32c(memoryview(out)[21:]))
-    return bytes(out), max_ts
-
-
-def _empty_batch(h: BatchHeader) -> bytes:
-    """A header-only batch standing for ``h`` (Kafka's writeEmptyHeader): same offsets, producer
-    metadata and flags, no codec, both timestamps = its max timestamp, recordCount 0."""
-    attributes = h.attributes & (TIMESTAMP_TYPE_BIT | TRANSACTIONAL_BIT | CONTROL_BIT)
-    out = bytearray(RECORD_BATCH_OVERHEAD)
-    _HEADER.pack_into(
-        out,
-        0,
-        h.base_offset,
-        RECORD_BATCH_OVERHEAD - LOG_OVERHEAD,
-        h.partition_leader_epoch,
-        MAGIC,
-        0,
-        attributes,
-        h.last_offset_delta,
-        h.max_timestamp,
-        h.max_timestamp,
-        h.producer_id,
-        h.producer_epoch,
-        h.base_sequence,
-        0,
-    )
-    _UINT32.pack_into(out, 17, crc32c(memoryview(out)[21:]))
-    return bytes(out)
-
-
-def _rebuild_batch(h: BatchHeader, kept: list[Record], delete_horizon: int | None) -> tuple[bytes, int]:
-    """Re-encode ``kept`` (records of the batch ``h``) as one batch; returns (bytes, max timestamp).
-
-    Record timestamps are preserved; with ``delete_horizon`` the base timestamp becomes the
-    horizon and attribute bit 6 is set.
-    """
-    stamps = [h.base_timestamp + r.timestamp_delta for r in kept]
-    base_ts = delete_horizon if delete_horizon is not None else stamps[0]
-    records = [
-        Record(r.offset_delta, ts - base_ts, r.key, r.value, r.headers, r.attributes)
-        for r, ts in zip(kept, stamps, strict=True)
-    ]
-    out = bytearray(
-        build_batch(
-            records,
-            base_offset=h.base_offset,
-            base_timestamp=base_ts,
-            codec=h.codec,
-            producer_id=h.producer_id,
-            producer_epoch=h.producer_epoch,
-            base_sequence=h.base_sequence,
-            partition_leader_epoch=h.partition_leader_epoch,
-            is_transactional=h.is_transactional,
-            is_control=h.is_control,
-            timestamp_type=h.timestamp_type,
-        )
-    )
-    max_ts = h.max_timestamp if h.timestamp_type == LOG_APPEND_TIME else max(stamps)
-    if delete_horizon is not None:
-        (attributes,) = _INT16.unpack_from(out, 21)
-        _INT16.pack_into(out, 21, attributes | DELETE_HORIZON_BIT)
-    _INT32.pack_into(out, 23, h.last_offset_delta)  # keep the last offset (and so the last sequence)
-    _INT64.pack_into(out, 35, max_ts)
-    _UINT32.pack_into(out, 17, crc32c(memoryview(out)[21:]))
-    return bytes(out), max_ts
-
-
-def _horizon(h: BatchHeader) -> int | None:
-    return h.base_timestamp if h.attributes & DELETE_HORIZON_BIT else None
-
-
 def _is_aborted(h: BatchHeader, aborted: AbortedRanges) -> bool:
     """A data batch of an aborted transaction (control batches never are)."""
     return h.is_transactional and not h.is_control and aborted.is_aborted(h.producer_id, h.base_offset)
@@ -430,6 +335,7 @@ class _Output:
         self._first = self._last = self._max_ts = self._offset_of_max = -1
         self._txns: list[AbortedTxn] = []  # the group's transaction-index entries not yet written
         self._txn_pos = 0
+        self.skip_entry: Callable[[AbortedTxn], bool] = lambda txn: False
 
     def start(self, base: int, txns: list[AbortedTxn] | None = None) -> None:
         """Start an output segment at ``base``; ``txns`` (a new group's index entries) if a group starts."""
@@ -446,7 +352,8 @@ class _Output:
         seg, txns = self._seg, self._txns
         assert seg is not None
         while self._txn_pos < len(txns) and txns[self._txn_pos].last_offset <= upto:
-            seg.append_aborted_txn(txns[self._txn_pos])
+            if not self.skip_entry(txns[self._txn_pos]):
+                seg.append_aborted_txn(txns[self._txn_pos])
             self._txn_pos += 1
 
     def add(self, data: bytes, base_offset: int, last_offset: int, max_ts: int) -> None:
@@ -508,6 +415,33 @@ class _Output:
                 )
 
 
+def _clean_marker(job: CleaningJob, h: BatchHeader, data: bytes, alone: bool, out: _Output) -> int | None:
+    """Write (or drop) the control batch ``h``; returns the delete horizon it is left with, if any.
+
+    ``alone``: its transaction has no data left (`CleanedTransactions.on_marker`) and it
+    lies inside the offset map. Such a marker gets a delete horizon (``delete.retention.ms``
+    from now) the first time and goes in a pass after the horizon, unless it carries the
+    epoch of a producer that is still active and has no later data batch."""
+    horizon = delete_horizon(h)
+    last_data = job.producer_last_offsets.get(h.producer_id)
+    if not alone or (last_data is not None and last_data < h.last_offset):
+        out.add(data, h.base_offset, h.last_offset, h.max_timestamp)
+        return None
+    if horizon is not None and job.now_ms >= horizon:
+        return None  # gone
+    if h.record_count == 0:
+        return None  # an emptied marker: nothing to keep
+    if horizon is None:
+        try:
+            _, records = decode_batch(data, check_crc=False)
+        except ProtocolError as exc:
+            raise CorruptLogError(f"marker at offset {h.base_offset}: {exc}") from exc
+        horizon = job.now_ms + job.config.delete_retention_ms
+        data, _ = rebuild_batch(h, records, horizon)
+    out.add(data, h.base_offset, h.last_offset, h.max_timestamp)
+    return horizon
+
+
 def _clean_group(
     job: CleaningJob,
     group: Sequence[SourceSegment],
@@ -515,7 +449,7 @@ def _clean_group(
     end: int,
     out: _Output,
     stats: CleaningStats,
-    aborted: AbortedRanges,
+    txns: CleanedTransactions,
 ) -> int:
     """Write the cleaned form of ``group``; returns the largest delete horizon written (-1 if none)."""
     now = job.now_ms
@@ -528,12 +462,18 @@ def _clean_group(
             for h, data in _iter_batches(file, src.size, job):
                 stats.bytes_read += len(data)
                 stats.records_read += h.record_count
-                if aborted and _is_aborted(h, aborted):
-                    if h.producer_id >= 0 and job.producer_last_offsets.get(h.producer_id) == h.last_offset:
-                        out.add(_empty_batch(h), h.base_offset, h.last_offset, h.max_timestamp)
+                if h.is_control:
+                    horizon = _clean_marker(job, h, data, txns.on_marker(h) and h.last_offset < end, out)
+                    if horizon is not None:
+                        horizon_out = max(horizon_out, horizon)
                     continue
-                if h.is_control or h.base_offset >= end:
-                    # Past the offset map (or a transaction marker): kept as is.
+                txns.on_data(h)
+                if txns.is_aborted(h):
+                    if h.producer_id >= 0 and job.producer_last_offsets.get(h.producer_id) == h.last_offset:
+                        out.add(empty_batch(h), h.base_offset, h.last_offset, h.max_timestamp)
+                    continue
+                if h.base_offset >= end:
+                    # Past the offset map: kept as is.
                     out.add(data, h.base_offset, h.last_offset, h.max_timestamp)
                     stats.records_kept += h.record_count
                     continue
@@ -542,7 +482,7 @@ def _clean_group(
                     records = scan_records(payload, h.record_count)
                 except ProtocolError as exc:
                     raise CorruptLogError(f"{src.log_path}: batch at byte {h.position}: {exc}") from exc
-                horizon = _horizon(h)
+                horizon = delete_horizon(h)
                 expired = horizon is not None and now >= horizon
                 kept: list[Scanned] = []
                 tombstones = False
@@ -562,7 +502,7 @@ def _clean_group(
                 stats.records_kept += len(kept)
                 if not kept:
                     if h.producer_id >= 0 and job.producer_last_offsets.get(h.producer_id) == h.last_offset:
-                        out.add(_empty_batch(h), h.base_offset, h.last_offset, h.max_timestamp)
+                        out.add(empty_batch(h), h.base_offset, h.last_offset, h.max_timestamp)
                     continue
                 set_horizon = tombstones and horizon is None
                 if len(kept) == len(records) and not set_horizon:
@@ -576,12 +516,12 @@ def _clean_group(
                     except ProtocolError as exc:
                         raise CorruptLogError(f"{src.log_path}: batch at byte {h.position}: {exc}") from exc
                     wanted = {r[0] for r in kept}
-                    rebuilt, max_ts = _rebuild_batch(
+                    rebuilt, max_ts = rebuild_batch(
                         h, [r for r in full if r.offset_delta in wanted], new_horizon
                     )
                     horizon_out = max(horizon_out, new_horizon)
                 else:
-                    rebuilt, max_ts = _splice_batch(h, data, payload, kept)
+                    rebuilt, max_ts = splice_batch(h, data, payload, kept)
                     if tombstones and horizon is not None:
                         horizon_out = max(horizon_out, horizon)
                 stats.batches_rewritten += 1
@@ -754,11 +694,13 @@ class LogCleaner:
         try:
             aborted = AbortedRanges(job.aborted_txns)
             end = _build_offset_map(job, offset_map, stats, aborted)
+            txns = CleanedTransactions(aborted)
+            out.skip_entry = txns.drops_index_entry
             stats.map_entries = len(offset_map)
             replaced = [s for s in job.sources if s.base_offset < end]
             horizon = -1
             for group in _group(replaced, job.config):
-                horizon = max(horizon, _clean_group(job, group, offset_map, end, out, stats, aborted))
+                horizon = max(horizon, _clean_group(job, group, offset_map, end, out, stats, txns))
         except BaseException:
             out.remove()
             raise

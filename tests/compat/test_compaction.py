@@ -139,3 +139,94 @@ def test_keyless_record_on_compacted_topic_is_invalid_record(cleaning_broker: Br
     assert errors[0] is not None and errors[0].code() == KafkaError.INVALID_RECORD
     assert errors[1] is None
     assert [(k, v) for _, k, v in read_all(cleaning_broker.bootstrap, "needs-keys")] == [(b"k", b"keyed")]
+
+
+def _control_batches(broker: BrokerProcess, topic: str) -> int | None:
+    """How many COMMIT/ABORT markers the partition's segment files hold (None while a file moves)."""
+    from protocol.records import scan_valid_prefix
+
+    count = 0
+    try:
+        for path in sorted((broker.data_dir / f"{topic}-0").glob("*.log")):
+            headers, _ = scan_valid_prefix(path.read_bytes())
+            count += sum(1 for h in headers if h.is_control)
+    except FileNotFoundError:
+        return None
+    return count
+
+
+def _read_committed(bootstrap: str, topic: str) -> list[tuple[bytes | None, bytes | None]]:
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "rc-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        out: list[tuple[bytes | None, bytes | None]] = []
+        idle = 0
+        while idle < 3:
+            msgs = consumer.consume(500, 0.5)
+            idle = 0 if msgs else idle + 1
+            for msg in msgs:
+                assert msg.error() is None, msg.error()
+                out.append((msg.key(), msg.value()))
+        return out
+    finally:
+        consumer.close()
+
+
+def test_transactional_topic_compacts_and_drops_markers_of_empty_transactions(
+    cleaning_broker: BrokerProcess,
+) -> None:
+    """confluent-kafka transactions on a compacted topic: aborted records and superseded committed
+    ones go, read_committed keeps seeing exactly the latest committed values, and the markers of
+    transactions left without data disappear after delete.retention.ms (the last one stays: its
+    producer is still active)."""
+    from confluent_kafka import Producer
+
+    topic = "txn-compacted"
+    _compacted_topic(cleaning_broker, topic, **{"delete.retention.ms": "1500"})
+    producer = Producer({"bootstrap.servers": cleaning_broker.bootstrap, "transactional.id": "compactor"})
+    producer.init_transactions(30)
+    for version, commit, keys in ((1, True, range(5)), (2, False, range(10)), (3, True, range(10))):
+        producer.begin_transaction()
+        for k in keys:
+            producer.produce(topic, key=b"k%d" % k, value=b"v%d-" % version + b"x" * 200, partition=0)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.flush(30)  # librdkafka would drop records not yet sent instead of writing them
+            producer.abort_transaction(30)
+    expected = [(b"k%d" % k, b"v3-" + b"x" * 200) for k in range(10)]
+
+    def seal() -> None:
+        time.sleep(1.1)  # segment.ms: the next record rolls the segment
+        _produce_confluent(cleaning_broker.bootstrap, topic, [(b"sentinel", b"s", int(time.time() * 1000))])
+
+    _wait(lambda: _control_batches(cleaning_broker, topic) == 3, timeout=10)  # markers are written async
+    seal()
+    # A pass drops the aborted records and the superseded committed ones.
+    _wait(lambda: _read_uncommitted_keys(cleaning_broker, topic) == [b"k%d" % k for k in range(10)], 30)
+    assert _read_committed(cleaning_broker.bootstrap, topic)[:10] == expected
+    # A later pass finds the first two markers alone and gives them a horizon; they go after it.
+    seal()
+    _wait(lambda: _control_batches(cleaning_broker, topic) == 1, timeout=30)
+    assert _read_committed(cleaning_broker.bootstrap, topic) == [
+        *expected,
+        (b"sentinel", b"s"),
+        (b"sentinel", b"s"),
+    ]
+    assert not any(p.stat().st_size for p in (cleaning_broker.data_dir / f"{topic}-0").glob("*.txnindex"))
+    producer.flush(5)
+
+
+def _read_uncommitted_keys(broker: BrokerProcess, topic: str) -> list[bytes | None]:
+    """The keys of the records before the first sentinel, as read_uncommitted reads them."""
+    keys = [k for _, k, _ in read_all(broker.bootstrap, topic)]
+    return keys[: keys.index(b"sentinel")] if b"sentinel" in keys else keys

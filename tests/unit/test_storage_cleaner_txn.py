@@ -1,5 +1,6 @@
 """The cleaner and transactions: aborted data dropped (and never used as a newer value), markers
-kept, committed transactional batches compacted with their flags, index entries carried into the
+kept while their transaction has data and removed after delete.retention.ms once it has none,
+committed transactional batches compacted with their flags, index entries carried into the
 cleaned segments, nothing cleaned at or past the first unstable offset."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import random
 from dataclasses import dataclass
 
 from protocol.control_records import ABORT, marker_type
-from protocol.records import BatchHeader, decode_batch, validate_batches
+from protocol.records import DELETE_HORIZON_BIT, BatchHeader, decode_batch, validate_batches
 from storage import naming
 from storage.cleaner import LogCleaner
 from storage.config import LogConfig
@@ -225,6 +226,67 @@ def test_crash_after_the_swap_commit_keeps_the_entries(tmp_path) -> None:
     assert all_entries(reopened) == w.entries  # the `.txnindex.swap` files were put in place
     assert _read_committed(reopened) == expected
     reopened.close()
+
+
+def _markers(log: PartitionLog) -> dict[int, int | None]:
+    """Offset of each marker -> its delete horizon (None: none set)."""
+    return {
+        h.base_offset: (h.base_timestamp if h.attributes & DELETE_HORIZON_BIT else None)
+        for h, _ in _batches(log)
+        if h.is_control
+    }
+
+
+def test_markers_go_after_delete_retention_once_their_transaction_has_no_data(tmp_path) -> None:
+    log = _open(tmp_path)
+    w = TxnWriter(log)
+    w.data(1, [b"a"], value=b"superseded")
+    gone_commit = w.end(1, commit=True)
+    w.data(2, [b"b"], value=b"aborted")
+    gone_abort = w.end(2, commit=False)
+    w.data(3, [b"c"], value=b"kept")
+    kept_commit = w.end(3, commit=True)
+    w.data(4, [b"d"], value=b"aborted too")
+    active_abort = w.end(4, commit=False)  # producer 4 stays active with no data batch left
+    w.plain([b"a"], value=b"newer")
+    log.roll(now_ms=0)
+    w.plain([b"tail"])
+    expected = [(b"c", b"kept-0"), (b"a", b"newer"), (b"tail", b"p")]
+    active = {4: -1}
+    cleaner = LogCleaner(log.fs, str(tmp_path))
+    retention = COMPACT.delete_retention_ms
+
+    # Pass 1: the data of both aborted transactions and the superseded committed record go; every
+    # marker saw data of its transaction in this pass, so all stay, with no horizon.
+    assert cleaner.clean_once([(TP, log)], T0, producer_last_offsets=lambda tp: active) is not None
+    assert _markers(log) == {o: None for o in (gone_commit, gone_abort, kept_commit, active_abort)}
+    assert [(t.producer_id, t.last_offset) for t in all_entries(log)] == [(2, gone_abort), (4, active_abort)]
+    assert [(r.key, r.value) for r in _read_committed(log)] == expected
+
+    # Pass 2 (more dirty data): markers found alone get a horizon; the active producer's stays as is.
+    w.plain([b"tail"], value=b"again")
+    log.roll(now_ms=0)
+    w.plain([b"tail2"])
+    expected = [(b"c", b"kept-0"), (b"a", b"newer"), (b"tail", b"again"), (b"tail2", b"p")]
+    assert cleaner.clean_once([(TP, log)], T0 + 1, producer_last_offsets=lambda tp: active) is not None
+    horizon = T0 + 1 + retention
+    assert _markers(log) == {gone_commit: horizon, gone_abort: horizon, kept_commit: None, active_abort: None}
+    assert [(t.producer_id, t.last_offset) for t in all_entries(log)] == []
+    assert [(r.key, r.value) for r in _read_committed(log)] == expected
+    assert log.latest_delete_horizon == horizon
+
+    # Before the horizon nothing more happens; after it, a pass (chosen for the passed horizon alone)
+    # removes the two markers.
+    assert cleaner.clean_once([(TP, log)], horizon - 1, producer_last_offsets=lambda tp: active) is None
+    assert cleaner.clean_once([(TP, log)], horizon, producer_last_offsets=lambda tp: active) is not None
+    assert _markers(log) == {kept_commit: None, active_abort: None}
+    assert [(r.key, r.value) for r in _read_committed(log)] == expected
+    log.close()
+
+    # Rebuilt from the log alone, no transaction is left open and the view is the same.
+    rebuilt = _open(tmp_path, recover=True, recovery_point=0)
+    assert [(r.key, r.value) for r in _read_committed(rebuilt)] == expected
+    rebuilt.close()
 
 
 def open_bytes(path: str) -> bytes:
