@@ -42,7 +42,10 @@ class BrokerProcess:
         port: int | None = None,
         extra: list[str] | None = None,
         env: dict[str, str] | None = None,
+        module: str = "broker",
     ) -> None:
+        """``module``: what ``python -m`` runs (a test launcher wrapping the broker, or the broker)."""
+        self.module = module
         self.data_dir = data_dir
         self.port = port or free_port()
         self.extra = extra or []
@@ -61,7 +64,7 @@ class BrokerProcess:
             [
                 sys.executable,
                 "-m",
-                "broker",
+                self.module,
                 "--data-dir",
                 str(self.data_dir),
                 "--host",
