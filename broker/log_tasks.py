@@ -142,7 +142,7 @@ class LogTasks:
     def _background_flush(self, plog: PartitionLog) -> None:
         key = id(plog)
         self._flushing.add(key)
-        fut = self.group_commit.sync(plog)
+        fut = self.group_commit.sync(plog, full=True)
 
         def done(f: asyncio.Future[None]) -> None:
             self._flushing.discard(key)

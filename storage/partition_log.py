@@ -1227,6 +1227,32 @@ class PartitionLog:
             self._last_flush_ms = _now_ms()
             return leo
 
+    def flush_data(self) -> None:
+        """fsync what acknowledged writes need: the `.log` files written since their last fsync,
+        and the directory if files came or went. Unlike `flush` the indexes are not fsynced and
+        the recovery point does not move, so after a crash recovery rebuilds the indexes of every
+        segment written since the last `flush` from their `.log` (Kafka's recovery point works the
+        same way). Same threading and failure rules as `flush`."""
+        with self._flush_lock:
+            if self._offline is not None:
+                raise KafkaStorageError(f"{self.directory} is offline after an I/O error: {self._offline}")
+            if self._closed:
+                return
+            segments = list(self._segments)
+            dir_gen = self._dir_gen
+            try:
+                for seg in segments:
+                    seg.flush_log()
+                if dir_gen != self._dir_flushed_gen:
+                    self._fs.fsync_dir(self.directory)
+                    self._dir_flushed_gen = dir_gen
+            except OSError as exc:
+                self._offline = exc
+                raise self._io_error("fsync", exc, "fsync") from exc
+            finally:
+                while self._graveyard:
+                    self._graveyard.pop().close_without_seal()
+
     def close(self) -> None:
         """Trim the indexes, fsync everything and close the files (waits for a running flush)."""
         with self._flush_lock:

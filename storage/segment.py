@@ -124,6 +124,7 @@ class LogSegment:
         # Mutation counter vs. the value at the last completed flush (flush may run in a thread).
         self._gen = 0
         self._flushed_gen = -1
+        self._log_synced_gen = -1  # the same, for `flush_log` (the `.log` alone)
 
     # -- construction ------------------------------------------------------------------------
 
@@ -620,7 +621,18 @@ class LogSegment:
         self.offset_index.flush()
         self.time_index.flush()
         self.txn_index.flush()
-        self._flushed_gen = gen
+        self._flushed_gen = self._log_synced_gen = gen
+        return True
+
+    def flush_log(self) -> bool:
+        """fsync the `.log` alone if changed since its last fsync; True if it synced (same
+        threading rules as `flush`). The indexes are left to `flush`: recovery rebuilds them
+        from the `.log` for every segment from the recovery point on."""
+        gen = self._gen
+        if gen in (self._log_synced_gen, self._flushed_gen):
+            return False
+        self._log.fsync()
+        self._log_synced_gen = gen
         return True
 
     def close(self) -> None:
