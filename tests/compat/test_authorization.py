@@ -157,11 +157,18 @@ def _produce(secured: Secured, user: str, topic: str, **extra: Any) -> int | Non
         )
     )
     delivered: list[KafkaError | None] = []
-    producer.produce(topic, b"v", on_delivery=lambda err, msg: delivered.append(err))
     try:
+        producer.produce(topic, b"v", on_delivery=lambda err, msg: delivered.append(err))
         producer.flush(15)
-    except KafkaException as exc:  # a fatal error (idempotent producer refused a producer id)
-        return exc.args[0].code()
+    except (KafkaException, SystemError) as exc:
+        # A fatal error (an idempotent producer refused a producer id) surfaces from whichever
+        # call serves the callbacks: produce() when the refusal is quick, as SystemError then.
+        fatal = [e for e in errors if e.fatal()]
+        if fatal:
+            return fatal[0].code()
+        if isinstance(exc, KafkaException):
+            return exc.args[0].code()
+        raise
     assert delivered, f"no delivery report for {user} -> {topic}: {errors}"
     err = delivered[0]
     if err is not None and err.code() == KafkaError._FATAL:
