@@ -17,14 +17,23 @@ frame larger than `MAX_FRAME` raises ProtocolError. One caller at a time.
 On a secured inter-broker listener (`LinkSecurity`) the link speaks TLS and,
 for SASL, logs in once connected (SaslHandshake v1, then SaslAuthenticate v2
 round trips with protocol/sasl_client.py) before any other request; a refused
-login raises ConnectionRefusedError with the broker's message.
+login raises ConnectionRefusedError with the broker's message. The TLS context
+is asked for at each connect, so a link made after the listener's stores were
+reloaded presents the new certificate. When the login answers a session
+lifetime (``connections.max.reauth.ms`` on the other side, KIP-368), the link
+logs in again on the same connection before the next request once 85-95% of
+that lifetime has passed (the window Kafka's clients use), instead of being
+closed by the other broker at expiry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import ssl
 import struct
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -102,28 +111,39 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 
 @dataclass(frozen=True)
 class LinkSecurity:
-    """How a broker reaches the others on the inter-broker listener: TLS, and a SASL login."""
+    """How a broker reaches the others on the inter-broker listener: TLS, and a SASL login.
 
-    ssl_context: ssl.SSLContext | None = None
+    ``tls``: makes the client context for a new connection (from the listener's current
+    stores), None for no TLS."""
+
+    tls: Callable[[], ssl.SSLContext] | None = None
     check_hostname: bool = True
     mechanism: str | None = None
     username: str = ""
     password: str = field(default="", repr=False)
 
 
+REAUTH_WINDOW = (0.85, 0.95)  # re-login after this share of the session lifetime, picked at random
+
+
 class LeaderLink:
     def __init__(self, reader: _FrameReader) -> None:
         self._reader = reader
+        self._security: LinkSecurity | None = None
+        self._client_id = "broker"
+        self.reauth_at: float | None = None  # monotonic time of the next login; None: never
+        self.logins = 0
 
     @classmethod
     async def connect(
         cls, host: str, port: int, security: LinkSecurity | None = None, client_id: str = "broker"
     ) -> LeaderLink:
         tls: dict[str, Any] = {}
-        if security is not None and security.ssl_context is not None:
-            tls = {"ssl": security.ssl_context, "server_hostname": host if security.check_hostname else None}
+        if security is not None and security.tls is not None:
+            tls = {"ssl": security.tls(), "server_hostname": host if security.check_hostname else None}
         _, reader = await asyncio.get_running_loop().create_connection(_FrameReader, host, port, **tls)
         link = cls(reader)
+        link._security, link._client_id = security, client_id
         if security is not None and security.mechanism is not None:
             try:
                 await link._login(security, client_id)
@@ -148,6 +168,7 @@ class LeaderLink:
             raise ConnectionRefusedError(f"SASL mechanism {security.mechanism} is not enabled there")
         mechanism = new_client(security.mechanism, security.username, security.password)
         token: bytes | None = mechanism.first()
+        lifetime_ms = 0
         while token is not None:
             answer = await self._call(SASL_AUTHENTICATE, 2, {"auth_bytes": token}, client_id)
             if answer.error_code:
@@ -158,9 +179,19 @@ class LeaderLink:
                 token = mechanism.respond(bytes(answer.auth_bytes))
             except (SaslAuthenticationError, RuntimeError) as exc:
                 raise ConnectionRefusedError(f"SASL login as {security.username!r}: {exc}") from None
+            lifetime_ms = answer.session_lifetime_ms
+        self.logins += 1
+        self.reauth_at = (
+            time.monotonic() + lifetime_ms / 1000 * random.uniform(*REAUTH_WINDOW)
+            if lifetime_ms > 0
+            else None
+        )
 
     async def request(self, payload: bytes) -> memoryview:
         """Send ``payload`` as one frame; the response frame (correlation id, header, body)."""
+        if self.reauth_at is not None and time.monotonic() >= self.reauth_at and self._security is not None:
+            self.reauth_at = None
+            await self._login(self._security, self._client_id)
         transport = self._reader.transport
         if transport is None or transport.is_closing():
             raise ConnectionResetError("connection to the leader is closed")

@@ -17,6 +17,9 @@ Mistakes are `ConfigError`s of one line naming the listener and key.
 
 from __future__ import annotations
 
+import functools
+import ssl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from broker.config import SASL_MECHANISMS, BrokerConfig, ConfigError, ServedListener
@@ -111,11 +114,14 @@ def link_security(config: BrokerConfig, security: ListenerSecurity) -> LinkSecur
     with the ``username``/``password`` options of that mechanism's JAAS config."""
     if security.protocol == "PLAINTEXT":
         return None
-    context, check = None, True
-    if security.tls is not None:
+    context: Callable[[], ssl.SSLContext] | None = None
+    check = True
+    tls = security.tls
+    if tls is not None:
         algorithm = _lookup(config, security.name, "ssl.endpoint.identification.algorithm")
         check = (algorithm if algorithm is not None else "https").strip().lower() == "https"
-        context = security.tls.client_context(check)
+        tls.client_context(check)  # a store that cannot be used fails the broker's start, not a link
+        context = functools.partial(tls.client_context, check)
     if not security.sasl:
         return LinkSecurity(context, check)
     mechanism = str(config["sasl.mechanism.inter.broker.protocol"])

@@ -232,6 +232,8 @@ class ServerTls:
         self._listener.current = lambda: self._stores.context
         self._seen = self._signature()
         self._stores = self._load()
+        self._client_stores = self._stores
+        self._client_contexts: dict[bool, ssl.SSLContext] = {}
         if settings.ignored:
             log.info("ignoring Java-only TLS settings: %s", ", ".join(settings.ignored))
 
@@ -274,7 +276,16 @@ class ServerTls:
 
     def client_context(self, check_hostname: bool) -> ssl.SSLContext:
         """A client context from the same stores, for this broker reaching the others on the
-        listener: its keystore as the client certificate, its truststore to verify them."""
+        listener: its keystore as the client certificate, its truststore to verify them. Made
+        once per loaded set of stores: after a reload the next call reads the new files."""
+        if self._client_stores is not self._stores:
+            self._client_stores, self._client_contexts = self._stores, {}
+        context = self._client_contexts.get(check_hostname)
+        if context is None:
+            context = self._client_contexts[check_hostname] = self._new_client_context(check_hostname)
+        return context
+
+    def _new_client_context(self, check_hostname: bool) -> ssl.SSLContext:
         s = self.settings
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         context.check_hostname = check_hostname

@@ -6,11 +6,15 @@ SASL login (``sasl.mechanism.inter.broker.protocol``, the ``username`` and
 ``password`` of the listener's JAAS config). Clients use the PLAINTEXT
 listener. acks=all writes to RF 3 topics succeed with the full ISR, and a
 transaction across partitions led by different brokers commits; the
-inter-broker port itself refuses a client that does not log in.
+inter-broker port itself refuses a client that does not log in. With
+``connections.max.reauth.ms`` set, the brokers' links log in again on their
+connections before their sessions expire (KIP-368), so the other side never
+has to close them.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,7 +37,10 @@ JAAS = (
 
 
 @pytest.fixture
-def secure_cluster(tmp_path: Path, zookeeper: ZooKeeperProcess) -> Iterator[tuple[Cluster, dict[int, int]]]:
+def secure_cluster(
+    tmp_path: Path, zookeeper: ZooKeeperProcess, request: pytest.FixtureRequest
+) -> Iterator[tuple[Cluster, dict[int, int]]]:
+    extra = getattr(request, "param", "")
     tls = make_tls_files(tmp_path / "tls")
     cluster = Cluster(tmp_path, zookeeper, **{"transaction.state.log.num.partitions": "3"})
     internal = {}
@@ -49,6 +56,7 @@ def secure_cluster(tmp_path: Path, zookeeper: ZooKeeperProcess) -> Iterator[tupl
             f"listener.name.internal.plain.sasl.jaas.config={JAAS}\n"
             f"ssl.keystore.location={tls.keystore}\n"
             f"ssl.truststore.location={tls.truststore}\n"
+            f"{extra}"
         )
         broker.extra = ["--config", str(config)]
     with cluster:
@@ -84,3 +92,24 @@ def test_replication_and_markers_over_sasl_ssl(secure_cluster: tuple[Cluster, di
     with RawClient(internal[1]) as raw:  # plaintext on the SASL_SSL port: no TLS, no answer
         raw.send(18, 3, {"client_software_name": "t", "client_software_version": "1"})
         assert raw.is_closed()
+
+
+@pytest.mark.parametrize("secure_cluster", ["connections.max.reauth.ms=1500\n"], indirect=True)
+def test_links_reauthenticate_before_their_sessions_expire(
+    secure_cluster: tuple[Cluster, dict[int, int]],
+) -> None:
+    cluster, _ = secure_cluster
+    create_topic(cluster.bootstrap, "reauth-rf3", 3, 3, **{"min.insync.replicas": "3"})
+    wait_for_leaders(cluster.bootstrap, "reauth-rf3", 3, isr=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "linger.ms": 0})
+    deadline = time.monotonic() + 6  # four session lifetimes of fetching and producing
+    sent = 0
+    while time.monotonic() < deadline:
+        producer.produce("reauth-rf3", f"r{sent}".encode(), partition=sent % 3)
+        producer.poll(0.02)
+        sent += 1
+    assert producer.flush(30) == 0  # min.insync.replicas 3: every follower kept up throughout
+    logs = "".join(cluster.log(n) for n in cluster.brokers)
+    assert "SASL session expired" not in logs
+    assert "SASL login" not in logs
+    assert len(read_all(cluster.bootstrap, "read_uncommitted", sent, ("reauth-rf3",))) == sent

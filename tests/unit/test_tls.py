@@ -450,6 +450,19 @@ def test_reload_swaps_the_certificate_for_new_connections(
     run(loop, main)
 
 
+def test_the_inter_broker_client_context_follows_reloads(files: TlsFiles) -> None:
+    """Links made after a reload present the new certificate: the client context is made once
+    per loaded set of stores, and again after a reload."""
+    tls = ServerTls(settings(files, allow_dn_changes="true"))
+    first = tls.client_context(False)
+    assert tls.client_context(False) is first and tls.client_context(True) is not first
+    write_server_keystore(files, common_name="renamed")
+    assert tls.client_context(False) is first  # no reload yet: the stores in use are the old ones
+    assert tls.maybe_reload()
+    renewed = tls.client_context(False)
+    assert renewed is not first and tls.client_context(False) is renewed
+
+
 @pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize(
     "version", [ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3], ids=["TLSv1.2", "TLSv1.3"]
