@@ -94,7 +94,7 @@ from protocol.records import (
 from storage import naming
 from storage.checkpoint import CorruptCheckpointError, read_offsets, write_offsets
 from storage.cleaner_batches import delete_horizon, empty_batch, rebuild_batch, splice_batch
-from storage.cleaner_txns import CleanedTransactions
+from storage.cleaner_txns import CleanedTransactions, is_aborted_batch
 from storage.config import LogConfig
 from storage.fs import File, FileSystem
 from storage.index import INT32_MAX
@@ -264,11 +264,6 @@ def _iter_batches(file: File, size: int, job: CleaningJob) -> Iterator[tuple[Bat
         pos += valid
 
 
-def _is_aborted(h: BatchHeader, aborted: AbortedRanges) -> bool:
-    """A data batch of an aborted transaction (control batches never are)."""
-    return h.is_transactional and not h.is_control and aborted.is_aborted(h.producer_id, h.base_offset)
-
-
 def _build_offset_map(
     job: CleaningJob, offset_map: OffsetMap, stats: CleaningStats, aborted: AbortedRanges
 ) -> int:
@@ -284,7 +279,7 @@ def _build_offset_map(
             for h, data in _iter_batches(file, src.size, job):
                 if h.last_offset < job.first_dirty:
                     continue
-                if h.is_control or _is_aborted(h, aborted):
+                if h.is_control or is_aborted_batch(h, aborted):
                     end = h.last_offset + 1
                     continue
                 if len(offset_map) and not offset_map.room_for(h.record_count):

@@ -29,6 +29,11 @@ from protocol.records import BatchHeader
 from storage.txn_index import AbortedRanges, AbortedTxn
 
 
+def is_aborted_batch(h: BatchHeader, aborted: AbortedRanges) -> bool:
+    """A data batch of an aborted transaction (control batches never are)."""
+    return h.is_transactional and not h.is_control and aborted.is_aborted(h.producer_id, h.base_offset)
+
+
 class CleanedTransactions:
     """Per-pass transaction bookkeeping of the cleaner (see the module docstring)."""
 
@@ -41,12 +46,7 @@ class CleanedTransactions:
 
     def is_aborted(self, h: BatchHeader) -> bool:
         """A data batch of an aborted transaction (control batches never are)."""
-        return (
-            h.is_transactional
-            and not h.is_control
-            and bool(self._aborted)
-            and self._aborted.is_aborted(h.producer_id, h.base_offset)
-        )
+        return bool(self._aborted) and is_aborted_batch(h, self._aborted)
 
     def on_data(self, h: BatchHeader) -> None:
         """A data batch was read (aborted or not)."""

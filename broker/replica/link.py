@@ -132,7 +132,6 @@ class LeaderLink:
         self._security: LinkSecurity | None = None
         self._client_id = "broker"
         self.reauth_at: float | None = None  # monotonic time of the next login; None: never
-        self.logins = 0
 
     @classmethod
     async def connect(
@@ -180,7 +179,6 @@ class LeaderLink:
             except (SaslAuthenticationError, RuntimeError) as exc:
                 raise ConnectionRefusedError(f"SASL login as {security.username!r}: {exc}") from None
             lifetime_ms = answer.session_lifetime_ms
-        self.logins += 1
         self.reauth_at = (
             time.monotonic() + lifetime_ms / 1000 * random.uniform(*REAUTH_WINDOW)
             if lifetime_ms > 0
