@@ -140,6 +140,7 @@ class Broker:
             self.producer_ids = BlockProducerIds(self.cluster.admin.allocate_producer_id_block)
         self.group_commit = GroupCommit()
         self.connections: set[Any] = set()  # the server's open `KafkaConnection`s
+        self.handshaking: set[Any] = set()  # accepted TLS connections still handshaking (`TlsAccept`)
         self.frames = FramePool()  # buffers for large request frames, shared by the connections
         self.metrics: BrokerMetrics | None = None  # set by the server when metrics.port is configured
         self.log_tasks = LogTasks(config, self.logs, self.replicas, self.group_commit)  # run by the server

@@ -33,7 +33,8 @@ the principal comes from the client's certificate.
 Limits: before a SASL client has authenticated, a frame above 512 KiB closes
 the connection (Kafka's ``sasl.server.max.receive.size``); a connection beyond
 `max.connections` (or `max.connections.per.ip` from one address) is closed as
-soon as it is accepted; a connection with nothing in flight that has sent
+soon as it is accepted (`admission_refusal`; on a TLS listener before its
+handshake, broker/tls_accept.py); a connection with nothing in flight that has sent
 nothing for `connections.max.idle.ms` is closed (so is a client that sends
 part of a frame and stalls).
 
@@ -91,6 +92,22 @@ class _Slot:
         self.done = False
 
 
+def admission_refusal(broker: Broker, ip: str) -> str | None:
+    """Why a new connection from ``ip`` is refused (`max.connections`, `max.connections.per.ip`),
+    counting the open connections and the TLS ones still handshaking (broker/tls_accept.py);
+    None to admit it."""
+    config = broker.config
+    connections, handshaking = broker.connections, broker.handshaking
+    if len(connections) + len(handshaking) >= int(config["max.connections"]):
+        return f"max.connections ({config['max.connections']}) reached"
+    limit = int(config["max.connections.per.ip"])
+    if limit < len(connections) + len(handshaking) + 1:
+        same = sum(1 for c in connections if c.ip == ip) + sum(1 for h in handshaking if h.ip == ip)
+        if same >= limit:
+            return f"max.connections.per.ip ({limit}) reached for {ip}"
+    return None
+
+
 class KafkaConnection(FrameReceiver):
     def __init__(self, broker: Broker, listener: str) -> None:
         super().__init__(broker.frames)
@@ -118,16 +135,11 @@ class KafkaConnection(FrameReceiver):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.ip = peer[0] if peer else "?"
-        config = self.broker.config
-        connections = self.broker.connections
-        if len(connections) >= int(config["max.connections"]):
-            self.close(f"max.connections ({config['max.connections']}) reached")
+        refusal = admission_refusal(self.broker, self.ip)
+        if refusal is not None:
+            self.close(refusal)
             return
-        limit = int(config["max.connections.per.ip"])
-        if limit < len(connections) + 1 and sum(1 for c in connections if c.ip == self.ip) >= limit:
-            self.close(f"max.connections.per.ip ({limit}) reached for {self.ip}")
-            return
-        connections.add(self)
+        self.broker.connections.add(self)
         self.session = self.broker.security.session(self.listener, self.ip)
         security = self.session.security
         if security.mapper is not None and not security.sasl:

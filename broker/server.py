@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import logging
 import signal
 import time
+from collections.abc import Callable
 
 from broker import handlers  # noqa: F401  (registers every API handler)
 from broker.broker import Broker
 from broker.config import BrokerConfig
 from broker.connection import KafkaConnection
+from broker.tls_accept import TlsAccept
 from storage.fs import FileSystem
 
 log = logging.getLogger("minikafka.server")
@@ -51,14 +54,15 @@ class BrokerServer:
         await broker.security.start()  # credentials and ACLs loaded before any client is served
         bound = {}
         for listener in self.config.served_listeners():
+            context = broker.security.ssl_context(listener.name)
+            if context is None:
+                factory: Callable[[], asyncio.BaseProtocol] = functools.partial(
+                    KafkaConnection, broker, listener.name
+                )
+            else:  # TLS after our own accept, so that handshakes count as connections
+                factory = functools.partial(TlsAccept, broker, listener.name, context)
             server = await loop.create_server(
-                lambda name=listener.name: KafkaConnection(broker, name),  # type: ignore[misc]
-                host=listener.host,
-                port=listener.port,
-                reuse_address=True,
-                backlog=1024,
-                ssl=broker.security.ssl_context(listener.name),
-                ssl_handshake_timeout=10.0 if broker.security.ssl_context(listener.name) else None,
+                factory, host=listener.host, port=listener.port, reuse_address=True, backlog=1024
             )
             self._servers.append(server)
             bound[listener.name] = server.sockets[0].getsockname()[1]

@@ -289,3 +289,19 @@ def test_sessions_expire_and_clients_reauthenticate(tmp_path: Path) -> None:
             producer.poll(0.05)
         assert producer.flush(20) == 0
         assert not [e for e in errors if "Authentication" in e], errors
+
+
+def test_connections_still_in_the_tls_handshake_count_against_the_limits(tmp_path: Path) -> None:
+    """Kafka counts a connection from its accept: sockets that never finish (or start) the TLS
+    handshake use up max.connections.per.ip, so the next client is closed before any TLS work."""
+    with secure_broker(tmp_path, extra="max.connections.per.ip=3\n") as sb:
+        stalled = [socket.create_connection(("127.0.0.1", sb.ssl)) for _ in range(3)]  # no ClientHello
+        try:
+            time.sleep(0.3)
+            assert _handshake_refused(sb.ssl, sb.client_context(sb.client_cert))
+        finally:
+            for s in stalled:
+                s.close()
+        time.sleep(0.3)
+        assert not _handshake_refused(sb.ssl, sb.client_context(sb.client_cert))
+        assert "max.connections.per.ip (3) reached for 127.0.0.1" in sb.proc.log()
