@@ -28,16 +28,17 @@ than LITERAL or ANY, raises `UnsupportedVersionError` there.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from client.admin_mixin import AdminMixin
 from client.errors import KafkaError, UnsupportedVersionError, error_for
 from protocol.acl_codes import AclCode, AclOperation, AclPermissionType, PatternType, ResourceType
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from client.cluster import Cluster
+    pass
 
 DESCRIBE_ACLS = 29
 CREATE_ACLS = 30
@@ -195,15 +196,8 @@ def _check_v0(version: int, pattern_types: Iterable[PatternType], allowed: tuple
         raise UnsupportedVersionError("the broker's ACL APIs (v0) support only literal resource patterns")
 
 
-class AclAdmin:
+class AclAdmin(AdminMixin):
     """Mixin of `client.admin.AIOAdminClient` (it provides ``cluster`` and ``_retrying``)."""
-
-    if TYPE_CHECKING:
-
-        @property
-        def cluster(self) -> Cluster: ...
-
-        async def _retrying(self, fn: Callable[[], Awaitable[Any]], timeout: float | None = None) -> Any: ...
 
     async def _send_acl_request(
         self,

@@ -24,10 +24,11 @@ import asyncio
 import collections
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from client.admin_mixin import AdminMixin
 from client.errors import (
     COORDINATOR_CODES,
     KafkaConnectionError,
@@ -40,7 +41,6 @@ from client.types import BrokerInfo, OffsetAndMetadata, TopicPartition
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from client.cluster import Cluster
     from client.connection import BrokerConnection
 
 OFFSET_FETCH = 9
@@ -64,18 +64,9 @@ class ClusterDescription:
     brokers: tuple[BrokerInfo, ...]
 
 
-class ClusterAdmin:
+class ClusterAdmin(AdminMixin):
     """Mixin of `client.admin.AIOAdminClient` (it provides ``cluster``, ``_retrying``, ``_timeout``
     and ``_backoff``)."""
-
-    if TYPE_CHECKING:
-        _timeout: float
-        _backoff: float
-
-        @property
-        def cluster(self) -> Cluster: ...
-
-        async def _retrying(self, fn: Callable[[], Awaitable[Any]], timeout: float | None = None) -> Any: ...
 
     # -- cluster -----------------------------------------------------------------------------------
 

@@ -22,14 +22,15 @@ flight, else a known broker, else bootstrap):
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from client.admin_mixin import AdminMixin
 from client.errors import KafkaError, error_for
 
 if TYPE_CHECKING:
-    from client.cluster import Cluster
+    pass
 
 DESCRIBE_CLIENT_QUOTAS = 48
 ALTER_CLIENT_QUOTAS = 49
@@ -83,15 +84,8 @@ def entity_of(parts: Iterable[Any]) -> QuotaEntity:
     return QuotaEntity(found.get(USER), found.get(CLIENT_ID), found.get(IP))
 
 
-class QuotaAdmin:
+class QuotaAdmin(AdminMixin):
     """Mixin of `client.admin.AIOAdminClient` (it provides ``cluster`` and ``_retrying``)."""
-
-    if TYPE_CHECKING:
-
-        @property
-        def cluster(self) -> Cluster: ...
-
-        async def _retrying(self, fn: Callable[[], Awaitable[Any]], timeout: float | None = None) -> Any: ...
 
     async def describe_client_quotas(
         self, components: Iterable[QuotaFilterComponent] = (), *, strict: bool = False

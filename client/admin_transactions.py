@@ -9,16 +9,17 @@ the admin client's default.api.timeout.ms.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from client.admin_mixin import AdminMixin
 from client.errors import COORDINATOR_CODES, KafkaError, error_for
 from client.types import TopicPartition
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from client.cluster import Cluster
+    pass
 
 DESCRIBE_TRANSACTIONS = 65
 LIST_TRANSACTIONS = 66
@@ -53,15 +54,8 @@ class TransactionDescription:
     partitions: tuple[TopicPartition, ...] = ()
 
 
-class TransactionAdmin:
+class TransactionAdmin(AdminMixin):
     """Mixin of `client.admin.AIOAdminClient` (it provides ``cluster`` and ``_retrying``)."""
-
-    if TYPE_CHECKING:
-
-        @property
-        def cluster(self) -> Cluster: ...
-
-        async def _retrying(self, fn: Callable[[], Awaitable[Any]], timeout: float | None = None) -> Any: ...
 
     async def list_transactions(
         self,

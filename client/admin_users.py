@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from client.admin_mixin import AdminMixin
 from client.errors import KafkaError, error_for
 from protocol.errors import ErrorCode
 from protocol.scram import MAX_ITERATIONS, salted_password
 
 if TYPE_CHECKING:
-    from client.cluster import Cluster
+    pass
 
 DESCRIBE_USER_SCRAM_CREDENTIALS = 50
 ALTER_USER_SCRAM_CREDENTIALS = 51
@@ -85,17 +86,8 @@ def mechanism_code(name: str) -> int | None:
     return MECHANISM_CODES.get(name.upper())
 
 
-class UserAdmin:
+class UserAdmin(AdminMixin):
     """Mixin of `client.admin.AIOAdminClient` (it provides ``cluster``, ``_retrying``, ``_controller``)."""
-
-    if TYPE_CHECKING:
-
-        @property
-        def cluster(self) -> Cluster: ...
-
-        async def _retrying(self, fn: Callable[[], Awaitable[Any]], timeout: float | None = None) -> Any: ...
-
-        async def _controller(self) -> int: ...
 
     async def describe_user_scram_credentials(
         self, users: Iterable[str] | None = None
