@@ -109,10 +109,13 @@ def admission_refusal(broker: Broker, ip: str) -> str | None:
 
 
 class KafkaConnection(FrameReceiver):
-    def __init__(self, broker: Broker, listener: str) -> None:
+    def __init__(self, broker: Broker, listener: str, admitted_by: object | None = None) -> None:
+        """``admitted_by``: the `TlsAccept` that admitted this connection at its TCP accept (it is
+        counted already, and stops counting as handshaking once this one is made)."""
         super().__init__(broker.frames)
         self.broker = broker
         self.listener = listener  # the name of the listener this connection came in on
+        self._admitted_by = admitted_by
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self._slots: deque[_Slot] = deque()
@@ -135,10 +138,13 @@ class KafkaConnection(FrameReceiver):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.ip = peer[0] if peer else "?"
-        refusal = admission_refusal(self.broker, self.ip)
-        if refusal is not None:
-            self.close(refusal)
-            return
+        if self._admitted_by is not None:
+            self.broker.handshaking.discard(self._admitted_by)
+        else:
+            refusal = admission_refusal(self.broker, self.ip)
+            if refusal is not None:
+                self.close(refusal)
+                return
         self.broker.connections.add(self)
         self.session = self.broker.security.session(self.listener, self.ip)
         security = self.session.security

@@ -18,8 +18,9 @@ In its ``connection_made`` (at accept, before a byte is read):
   used) wrapping a `KafkaConnection`, with ``HANDSHAKE_TIMEOUT_S``. Switching
   within the callback means no byte of the ClientHello can reach anything
   else. The TLS protocol calls the connection's ``connection_made`` once the
-  handshake is done, and the connection leaves ``broker.handshaking`` then
-  (or when the handshake fails or times out, which closes the socket).
+  handshake is done: the connection moves from ``broker.handshaking`` to
+  ``broker.connections`` without being admitted twice. A handshake that fails
+  or times out closes the socket and leaves ``broker.handshaking``.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class TlsAccept(asyncio.Protocol):
         handshake: asyncio.Future[None] = loop.create_future()
         tls = _tls_protocol_class(loop)(
             loop,
-            KafkaConnection(self.broker, self.listener),
+            KafkaConnection(self.broker, self.listener, admitted_by=self),
             self.context,
             handshake,
             server_side=True,

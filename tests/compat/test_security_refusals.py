@@ -295,13 +295,17 @@ def test_connections_still_in_the_tls_handshake_count_against_the_limits(tmp_pat
     """Kafka counts a connection from its accept: sockets that never finish (or start) the TLS
     handshake use up max.connections.per.ip, so the next client is closed before any TLS work."""
     with secure_broker(tmp_path, extra="max.connections.per.ip=3\n") as sb:
-        stalled = [socket.create_connection(("127.0.0.1", sb.ssl)) for _ in range(3)]  # no ClientHello
+        ctx = sb.client_context(sb.client_cert)
+        stalled = [socket.create_connection(("127.0.0.1", sb.ssl)) for _ in range(2)]  # no ClientHello
         try:
             time.sleep(0.3)
-            assert _handshake_refused(sb.ssl, sb.client_context(sb.client_cert))
+            with RawClient(sb.ssl, timeout=5, tls=ctx) as third:  # the last place: served
+                third.send(API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
+                assert third.recv_frame()
+                assert _handshake_refused(sb.ssl, ctx)  # a fourth is not
         finally:
             for s in stalled:
                 s.close()
         time.sleep(0.3)
-        assert not _handshake_refused(sb.ssl, sb.client_context(sb.client_cert))
+        assert not _handshake_refused(sb.ssl, ctx)
         assert "max.connections.per.ip (3) reached for 127.0.0.1" in sb.proc.log()
