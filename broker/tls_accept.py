@@ -31,6 +31,9 @@ import logging
 import ssl
 from typing import TYPE_CHECKING, Any
 
+import uvloop
+import uvloop.loop
+
 from broker.connection import KafkaConnection, admission_refusal
 
 if TYPE_CHECKING:
@@ -42,12 +45,7 @@ HANDSHAKE_TIMEOUT_S = 10.0
 
 
 def _tls_protocol_class(loop: asyncio.AbstractEventLoop) -> Any:
-    """The TLS protocol ``create_server(ssl=...)`` uses on ``loop``."""
-    try:
-        import uvloop
-        import uvloop.loop
-    except ImportError:  # pragma: no cover - uvloop is a dependency
-        return asyncio.sslproto.SSLProtocol
+    """The TLS protocol ``create_server(ssl=...)`` uses on ``loop`` (tests also run plain asyncio)."""
     return uvloop.loop.SSLProtocol if isinstance(loop, uvloop.Loop) else asyncio.sslproto.SSLProtocol
 
 

@@ -320,7 +320,7 @@ def _group(sources: Sequence[SourceSegment], config: LogConfig) -> list[list[Sou
 class _Output:
     """The `.cleaned` segments one group is written to (normally one), with buffered appends."""
 
-    def __init__(self, job: CleaningJob, stats: CleaningStats) -> None:
+    def __init__(self, job: CleaningJob, stats: CleaningStats, txns: CleanedTransactions) -> None:
         self.job = job
         self.stats = stats
         self.bases: list[int] = []
@@ -330,7 +330,7 @@ class _Output:
         self._first = self._last = self._max_ts = self._offset_of_max = -1
         self._txns: list[AbortedTxn] = []  # the group's transaction-index entries not yet written
         self._txn_pos = 0
-        self.skip_entry: Callable[[AbortedTxn], bool] = lambda txn: False
+        self._cleaned_txns = txns  # which entries go with their markers
 
     def start(self, base: int, txns: list[AbortedTxn] | None = None) -> None:
         """Start an output segment at ``base``; ``txns`` (a new group's index entries) if a group starts."""
@@ -347,7 +347,7 @@ class _Output:
         seg, txns = self._seg, self._txns
         assert seg is not None
         while self._txn_pos < len(txns) and txns[self._txn_pos].last_offset <= upto:
-            if not self.skip_entry(txns[self._txn_pos]):
+            if not self._cleaned_txns.drops_index_entry(txns[self._txn_pos]):
                 seg.append_aborted_txn(txns[self._txn_pos])
             self._txn_pos += 1
 
@@ -685,12 +685,11 @@ class LogCleaner:
         started = time.monotonic()
         stats = CleaningStats()
         offset_map = OffsetMap(job.map_capacity)
-        out = _Output(job, stats)
+        aborted = AbortedRanges(job.aborted_txns)
+        txns = CleanedTransactions(aborted)
+        out = _Output(job, stats, txns)
         try:
-            aborted = AbortedRanges(job.aborted_txns)
             end = _build_offset_map(job, offset_map, stats, aborted)
-            txns = CleanedTransactions(aborted)
-            out.skip_entry = txns.drops_index_entry
             stats.map_entries = len(offset_map)
             replaced = [s for s in job.sources if s.base_offset < end]
             horizon = -1

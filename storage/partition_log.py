@@ -1203,26 +1203,10 @@ class PartitionLog:
         captured LEO. On fsync failure the log goes offline and `KafkaStorageError` is raised.
         """
         with self._flush_lock:
-            if self._offline is not None:
-                raise KafkaStorageError(f"{self.directory} is offline after an I/O error: {self._offline}")
-            if self._closed:
+            if self._closed_for_flush():
                 return self.recovery_point
             leo = self._leo
-            segments = list(self._segments)
-            dir_gen = self._dir_gen
-            try:
-                for seg in segments:
-                    if seg.dirty:
-                        seg.flush()
-                if dir_gen != self._dir_flushed_gen:
-                    self._fs.fsync_dir(self.directory)
-                    self._dir_flushed_gen = dir_gen
-            except OSError as exc:
-                self._offline = exc
-                raise self._io_error("fsync", exc, "fsync") from exc
-            finally:
-                while self._graveyard:
-                    self._graveyard.pop().close_without_seal()
+            self._fsync_files(LogSegment.flush)
             self._recovery_point = max(self._recovery_point, leo)
             self._last_flush_ms = _now_ms()
             return leo
@@ -1234,24 +1218,33 @@ class PartitionLog:
         segment written since the last `flush` from their `.log` (Kafka's recovery point works the
         same way). Same threading and failure rules as `flush`."""
         with self._flush_lock:
-            if self._offline is not None:
-                raise KafkaStorageError(f"{self.directory} is offline after an I/O error: {self._offline}")
-            if self._closed:
-                return
-            segments = list(self._segments)
-            dir_gen = self._dir_gen
-            try:
-                for seg in segments:
-                    seg.flush_log()
-                if dir_gen != self._dir_flushed_gen:
-                    self._fs.fsync_dir(self.directory)
-                    self._dir_flushed_gen = dir_gen
-            except OSError as exc:
-                self._offline = exc
-                raise self._io_error("fsync", exc, "fsync") from exc
-            finally:
-                while self._graveyard:
-                    self._graveyard.pop().close_without_seal()
+            if not self._closed_for_flush():
+                self._fsync_files(LogSegment.flush_log)
+
+    def _closed_for_flush(self) -> bool:
+        """Under the flush lock: `KafkaStorageError` if offline; True if closed (nothing to sync)."""
+        if self._offline is not None:
+            raise KafkaStorageError(f"{self.directory} is offline after an I/O error: {self._offline}")
+        return self._closed
+
+    def _fsync_files(self, sync_segment: Callable[[LogSegment], bool]) -> None:
+        """Under the flush lock: ``sync_segment`` on every segment (each skips what it has synced
+        already), then the directory if files came or went; segments retired meanwhile are closed.
+        An `OSError` takes the log offline."""
+        segments = list(self._segments)
+        dir_gen = self._dir_gen
+        try:
+            for seg in segments:
+                sync_segment(seg)
+            if dir_gen != self._dir_flushed_gen:
+                self._fs.fsync_dir(self.directory)
+                self._dir_flushed_gen = dir_gen
+        except OSError as exc:
+            self._offline = exc
+            raise self._io_error("fsync", exc, "fsync") from exc
+        finally:
+            while self._graveyard:
+                self._graveyard.pop().close_without_seal()
 
     def close(self) -> None:
         """Trim the indexes, fsync everything and close the files (waits for a running flush)."""

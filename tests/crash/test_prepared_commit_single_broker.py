@@ -12,8 +12,6 @@ transactional id can run its next transaction.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +20,7 @@ from confluent_kafka import Producer
 from client.admin import AdminClient
 from protocol.records import scan_valid_prefix
 from tests.broker_process import BrokerProcess
+from tests.cluster.helpers import wait_for
 from tests.compat.group_harness import create_topic
 from tests.compat.test_transactions import read_all
 
@@ -30,11 +29,6 @@ pytestmark = [pytest.mark.crash, pytest.mark.timeout(180)]
 TOPIC = "prepared"
 PARTITIONS = 3
 TXN_ID = "prepared-then-killed"
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
-    yield tmp_path / "data"
 
 
 def _markers(data_dir: Path) -> int:
@@ -55,17 +49,8 @@ def _state(bootstrap: str) -> str | None:
         return None
 
 
-def _wait(probe, what: str, timeout: float = 30.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"waited {timeout:g} s for {what}")
-
-
-def test_commit_completes_after_a_crash_between_prepare_and_markers(data_dir: Path) -> None:
+def test_commit_completes_after_a_crash_between_prepare_and_markers(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
     held = BrokerProcess(data_dir, module="tests.crash.held_markers").start()
     port = held.port
     try:
@@ -85,7 +70,7 @@ def test_commit_completes_after_a_crash_between_prepare_and_markers(data_dir: Pa
 
     broker = BrokerProcess(data_dir, port=port).start()
     try:
-        _wait(lambda: _state(broker.bootstrap) == "CompleteCommit", "the replayed commit to complete")
+        wait_for(lambda: _state(broker.bootstrap) == "CompleteCommit", 30, "the replayed commit to complete")
         assert _markers(data_dir) == PARTITIONS
         assert sorted(read_all(broker.bootstrap, "read_committed", len(values), (TOPIC,))) == sorted(values)
         # The producer (still the id's current epoch) goes on with its next transaction.
