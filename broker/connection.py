@@ -76,6 +76,7 @@ log = logging.getLogger("minikafka.connection")
 
 _I32 = struct.Struct(">i")
 _I32_PAIR = struct.Struct(">ii")
+_HEADER_V1 = struct.Struct(">iib")  # size, correlation id, an empty TAG_BUFFER
 _API_VERSIONS_FALLBACK_VERSION = 0
 
 SASL_MAX_RECEIVE_BYTES = 524288
@@ -319,7 +320,7 @@ class KafkaConnection(FrameReceiver):
         size = sum(len(p) for p in parts) + head
         if head == 4:
             return [_I32_PAIR.pack(size, header.correlation_id), *parts]
-        return [_I32_PAIR.pack(size, header.correlation_id) + b"\x00", *parts]
+        return [_HEADER_V1.pack(size, header.correlation_id, 0), *parts]
 
     def _answer_unsupported_api_versions(self, header: RequestHeader) -> None:
         body = encode_response(

@@ -36,6 +36,63 @@ def compact_string_bytes(text: str) -> bytes:
     return encode_uvarint(len(data) + 1) + data
 
 
+def uvarint_at(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """(value, next position) of the unsigned varint at ``buf[pos]``: at most five bytes, its
+    value fitting 32 bits, not past ``end``."""
+    result = 0
+    for i in range(5):
+        if pos >= end:
+            raise ProtocolError("truncated varint")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << (7 * i)
+        if byte < 0x80:
+            if result > 0xFFFFFFFF:
+                raise ProtocolError("varint out of range")
+            return result, pos
+    raise ProtocolError("varint longer than 5 bytes")
+
+
+def compact_length_at(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """(length or count, next position) of the compact length at ``buf[pos]``: the varint minus
+    one, so -1 is null; unchecked (`check_length`). Decoders inline the one-byte case:
+    ``n, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)``."""
+    value, pos = uvarint_at(buf, pos, end)
+    return value - 1, pos
+
+
+def check_length(n: int, left: int, what: str) -> None:
+    """A length or count read by a decoder, against the bytes left (null, -1, is the caller's)."""
+    if n < 0:
+        raise ProtocolError(f"invalid length {n}")
+    if n > left:
+        raise ProtocolError(f"{what} {n} exceeds the bytes left")
+
+
+def text_at(buf: bytes | bytearray | memoryview, pos: int, n: int) -> str:
+    """``n`` bytes of UTF-8 at ``buf[pos]``; ProtocolError if they are not UTF-8."""
+    try:
+        return str(buf[pos : pos + n], "utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(f"invalid UTF-8 in string: {exc.reason}") from None
+
+
+def nullable_text_at(buf: bytes | bytearray | memoryview, pos: int, n: int) -> tuple[str | None, int]:
+    """(text or None, next position) of a nullable string of length ``n`` (-1: null) at ``buf[pos]``."""
+    if n == -1:
+        return None, pos
+    check_length(n, len(buf) - pos, "string length")
+    return text_at(buf, pos, n), pos + n
+
+
+def nullable_view_at(view: memoryview, pos: int, n: int) -> tuple[memoryview | None, int]:
+    """(a view of the bytes or None, next position) of nullable bytes of length ``n`` (-1: null)."""
+    if n == -1:
+        return None, pos
+    check_length(n, len(view) - pos, "bytes length")
+    return view[pos : pos + n], pos + n
+
+
 class HasTaggedFields(Exception):
     """A tag buffer holds fields: the caller decodes the message with its schema instead."""
 
@@ -115,19 +172,8 @@ class Reader:
         if pos < self.end and buf[pos] < 0x80:
             self.pos = pos + 1
             return buf[pos]
-        result = 0
-        for i in range(5):
-            if pos >= self.end:
-                raise ProtocolError("truncated varint")
-            byte = buf[pos]
-            pos += 1
-            result |= (byte & 0x7F) << (7 * i)
-            if byte < 0x80:
-                if result > 0xFFFFFFFF:
-                    raise ProtocolError("varint out of range")
-                self.pos = pos
-                return result
-        raise ProtocolError("varint longer than 5 bytes")
+        value, self.pos = uvarint_at(buf, pos, self.end)
+        return value
 
     def compact_length(self, nullable: bool, what: str, unit: int = 1) -> int:
         """A compact length or count (-1: null), checked against the bytes left (``unit`` bytes each)."""

@@ -27,12 +27,24 @@ on generated, truncated, mutated and arbitrary input.
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any
 
 from construct import Container, ListContainer
 
 from protocol.errors import ProtocolError
-from protocol.fast_reader import I32, Reader, compact_string_bytes, string_bytes
+from protocol.fast_reader import (
+    I32,
+    HasTaggedFields,
+    Reader,
+    check_length,
+    compact_length_at,
+    compact_string_bytes,
+    nullable_text_at,
+    nullable_view_at,
+    string_bytes,
+    text_at,
+)
 from protocol.schema import ZERO_UUID
 from protocol.varint import encode_uvarint
 
@@ -43,6 +55,14 @@ FETCH_VERSIONS = range(12, 18)
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _FETCH_HEAD = struct.Struct(">iiiibii")  # replica_id, max_wait, min_bytes, max_bytes, isolation, session
 _FETCH_HEAD_V15 = struct.Struct(">iiibii")  # the same without replica_id (a tagged field from v15)
+_FETCH_HEAD_FIELDS = (
+    "max_wait_ms",
+    "min_bytes",
+    "max_bytes",
+    "isolation_level",
+    "session_id",
+    "session_epoch",
+)
 _FETCH_PARTITION = struct.Struct(">iiqiqi")  # partition, leader epoch, offset, last epoch, log start, max
 _NO_TAGS = b"\x00"
 
@@ -52,47 +72,111 @@ class NeedsSchema(Exception):
 
 
 def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) -> Container:
-    """Decode a Produce v9-11 request body at ``buf[pos]``; ProtocolError if malformed."""
-    r = Reader(buf, pos)
+    """Decode a Produce v9-11 request body at ``buf[pos]``; ProtocolError if malformed.
+
+    Every request goes through here, so the reads are inlined (a varint below 0x80 is one
+    byte; `compact_length_at` reads longer ones) rather than calls of `Reader`'s methods.
+    """
+    end = len(buf)
     try:
-        transactional_id = r.compact_string(nullable=True)
-        acks, timeout_ms = r.unpack(_ACKS_TIMEOUT)
+        # transactional_id: COMPACT_NULLABLE_STRING
+        n, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
+        transactional_id, pos = nullable_text_at(buf, pos, n)
+        acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(buf, pos)
+        pos += 6
+        topic_count, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
+        check_length(topic_count, end - pos, "array count")
+        view = memoryview(buf)
         topics = ListContainer()
-        for _ in range(r.compact_length(False, "array count")):
-            name = r.compact_string()
+        for _ in range(topic_count):
+            n, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
+            check_length(n, end - pos, "string length")
+            name = text_at(buf, pos, n)
+            pos += n
+            part_count, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
+            check_length(part_count, end - pos, "array count")
             partitions = ListContainer()
-            for _ in range(r.compact_length(False, "array count")):
-                index = r.i32()
-                partitions.append(Container(index=index, records=r.compact_bytes()))
-                r.no_tags()
-            r.no_tags()
+            for _ in range(part_count):
+                (index,) = I32.unpack_from(buf, pos)
+                b = buf[pos + 4]
+                if b < 0x80:
+                    n = b - 1
+                    pos += 5
+                elif buf[pos + 5] < 0x80:  # record sets of 128 B to 16 KB
+                    n = (b & 0x7F | buf[pos + 5] << 7) - 1
+                    pos += 6
+                else:
+                    n, pos = compact_length_at(buf, pos + 4, end)
+                records, pos = nullable_view_at(view, pos, n)
+                if buf[pos]:
+                    raise HasTaggedFields
+                pos += 1
+                partitions.append(Container(index=index, records=records))
+            if buf[pos]:
+                raise HasTaggedFields
+            pos += 1
             topics.append(Container(name=name, partition_data=partitions))
-        r.no_tags()
-    except struct.error:
-        raise ProtocolError(f"produce request truncated at byte {r.pos} of {r.end}") from None
+        if buf[pos]:
+            raise HasTaggedFields
+    except (struct.error, IndexError):
+        raise ProtocolError(f"produce request truncated at byte {pos} of {end}") from None
     return Container(transactional_id=transactional_id, acks=acks, timeout_ms=timeout_ms, topic_data=topics)
 
 
+_UUIDS: dict[bytes, uuid.UUID] = {}  # topic ids seen in requests: a UUID costs a microsecond to build
+_UUIDS_MAX = 10_000
+
+
+def _uuid(buf: bytes | bytearray | memoryview, pos: int) -> uuid.UUID:
+    raw = bytes(buf[pos : pos + 16])
+    if len(raw) < 16:
+        raise ProtocolError("uuid truncated")
+    value = _UUIDS.get(raw)
+    if value is None:
+        if len(_UUIDS) >= _UUIDS_MAX:
+            _UUIDS.clear()
+        value = _UUIDS[raw] = uuid.UUID(bytes=raw)
+    return value
+
+
 def decode_fetch_request(buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> Container:
-    """Decode a Fetch v12-17 request body at ``buf[pos]``; ProtocolError if malformed."""
-    r = Reader(buf, pos)
+    """Decode a Fetch v12-17 request body at ``buf[pos]``; ProtocolError if malformed (reads
+    inlined as in `decode_produce_request`)."""
+    end = len(buf)
     try:
-        out = Container()
         if version >= 15:
-            max_wait, min_bytes, max_bytes, isolation, session_id, epoch = r.unpack(_FETCH_HEAD_V15)
+            head = _FETCH_HEAD_V15.unpack_from(buf, pos)
+            pos += _FETCH_HEAD_V15.size
+            out = Container()
         else:
-            out.replica_id, max_wait, min_bytes, max_bytes, isolation, session_id, epoch = r.unpack(
-                _FETCH_HEAD
-            )
-        out.max_wait_ms, out.min_bytes, out.max_bytes = max_wait, min_bytes, max_bytes
-        out.isolation_level, out.session_id, out.session_epoch = isolation, session_id, epoch
+            replica_id, *head = _FETCH_HEAD.unpack_from(buf, pos)
+            pos += _FETCH_HEAD.size
+            out = Container(replica_id=replica_id)
+        out.update(zip(_FETCH_HEAD_FIELDS, head, strict=True))
         by_id = version >= 13
+        topic_count, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
+        check_length(topic_count, end - pos, "array count")
         topics = ListContainer()
-        for _ in range(r.compact_length(False, "array count")):
-            topic = Container(topic_id=r.uuid()) if by_id else Container(topic=r.compact_string())
+        for _ in range(topic_count):
+            if by_id:
+                topic = Container(topic_id=_uuid(buf, pos))
+                pos += 16
+            else:
+                n, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
+                check_length(n, end - pos, "string length")
+                topic = Container(topic=text_at(buf, pos, n))
+                pos += n
+            part_count, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
+            check_length(part_count, end - pos, "array count")
             partitions = ListContainer()
-            for _ in range(r.compact_length(False, "array count")):
-                index, leader_epoch, offset, last_epoch, log_start, max_bytes = r.unpack(_FETCH_PARTITION)
+            for _ in range(part_count):
+                index, leader_epoch, offset, last_epoch, log_start, max_bytes = _FETCH_PARTITION.unpack_from(
+                    buf, pos
+                )
+                pos += _FETCH_PARTITION.size
+                if buf[pos]:
+                    raise HasTaggedFields
+                pos += 1
                 p = Container(
                     partition=index,
                     current_leader_epoch=leader_epoch,
@@ -103,26 +187,37 @@ def decode_fetch_request(buf: bytes | bytearray | memoryview, version: int, pos:
                 )
                 if version >= 17:
                     p.replica_directory_id = ZERO_UUID
-                r.no_tags()
                 partitions.append(p)
-            r.no_tags()
+            if buf[pos]:
+                raise HasTaggedFields
+            pos += 1
             topic.partitions = partitions
             topics.append(topic)
         out.topics = topics
         forgotten = ListContainer()
-        for _ in range(r.compact_length(False, "array count")):
-            f = Container(topic_id=r.uuid()) if by_id else Container(topic=r.compact_string())
-            f.partitions = ListContainer(r.i32() for _ in range(r.compact_length(False, "array count", 4)))
-            r.no_tags()
-            forgotten.append(f)
+        if buf[pos] == 1:  # no forgotten topics: the usual case
+            pos += 1
+        else:  # incremental fetch sessions only
+            r = Reader(buf, pos)
+            for _ in range(r.compact_length(False, "array count")):
+                f = Container(topic_id=r.uuid()) if by_id else Container(topic=r.compact_string())
+                f.partitions = ListContainer(
+                    r.i32() for _ in range(r.compact_length(False, "array count", 4))
+                )
+                r.no_tags()
+                forgotten.append(f)
+            pos = r.pos
         out.forgotten_topics_data = forgotten
-        out.rack_id = r.compact_string()
-        r.no_tags()
+        n, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
+        check_length(n, end - pos, "string length")
+        out.rack_id = text_at(buf, pos, n)
+        if buf[pos + n]:
+            raise HasTaggedFields
         out.cluster_id = None
         if version >= 15:
             out.replica_state = Container(replica_id=-1, replica_epoch=-1)
-    except struct.error:
-        raise ProtocolError(f"fetch request truncated at byte {r.pos} of {r.end}") from None
+    except (struct.error, IndexError):
+        raise ProtocolError(f"fetch request truncated at byte {pos} of {end}") from None
     return out
 
 
@@ -132,7 +227,25 @@ _FETCH_PARTITION_HEAD = struct.Struct(">ihqqq")  # index, error, high watermark,
 _ABORTED = struct.Struct(">qq")
 _THROTTLE_ERROR_SESSION = struct.Struct(">ihi")
 _SMALL_RECORDS = 4096  # record sets up to this size are copied into the header buffer
-_FETCH_TAGGED = ("diverging_epoch", "current_leader", "snapshot_id")
+
+
+_SMALL_UVARINTS = [bytes((i,)) for i in range(0x80)]
+_NAMES: dict[str, bytes] = {}  # topic name -> its COMPACT_STRING bytes
+_NAMES_MAX = 10_000
+
+
+def _uvarint_bytes(n: int) -> bytes:
+    return _SMALL_UVARINTS[n] if n < 0x80 else encode_uvarint(n)
+
+
+def _compact_name(name: str) -> bytes:
+    """A topic name as COMPACT_STRING bytes, remembered: responses repeat the same few names."""
+    data = _NAMES.get(name)
+    if data is None:
+        if len(_NAMES) >= _NAMES_MAX:
+            _NAMES.clear()
+        data = _NAMES[name] = compact_string_bytes(name)
+    return data
 
 
 def encode_produce_response(version: int, obj: dict[str, Any]) -> list[bytes]:
@@ -144,11 +257,11 @@ def encode_produce_response(version: int, obj: dict[str, Any]) -> list[bytes]:
     flexible = version >= 9
     out = bytearray()
     topics = obj["responses"]
-    out += encode_uvarint(len(topics) + 1) if flexible else I32.pack(len(topics))
+    out += _uvarint_bytes(len(topics) + 1) if flexible else I32.pack(len(topics))
     for topic in topics:
-        out += compact_string_bytes(topic["name"]) if flexible else string_bytes(topic["name"])
+        out += _compact_name(topic["name"]) if flexible else string_bytes(topic["name"])
         parts = topic["partition_responses"]
-        out += encode_uvarint(len(parts) + 1) if flexible else I32.pack(len(parts))
+        out += _uvarint_bytes(len(parts) + 1) if flexible else I32.pack(len(parts))
         for p in parts:
             if p.get("record_errors") or p.get("error_message") is not None or "current_leader" in p:
                 raise NeedsSchema
@@ -175,14 +288,13 @@ def encode_fetch_response(version: int, r: dict[str, Any]) -> list[bytes]:
     by_id = version >= 13
     chunks: list[bytes] = []
     out = bytearray(_THROTTLE_ERROR_SESSION.pack(r["throttle_time_ms"], r["error_code"], r["session_id"]))
-    out += encode_uvarint(len(r["responses"]) + 1)
+    out += _uvarint_bytes(len(r["responses"]) + 1)
     for t in r["responses"]:
-        out += t["topic_id"].bytes if by_id else compact_string_bytes(t["topic"])
-        out += encode_uvarint(len(t["partitions"]) + 1)
+        out += t["topic_id"].bytes if by_id else _compact_name(t["topic"])
+        out += _uvarint_bytes(len(t["partitions"]) + 1)
         for p in t["partitions"]:
-            for key in _FETCH_TAGGED:
-                if key in p:
-                    raise NeedsSchema
+            if "current_leader" in p or "diverging_epoch" in p or "snapshot_id" in p:
+                raise NeedsSchema
             out += _FETCH_PARTITION_HEAD.pack(
                 p["partition_index"],
                 p["error_code"],
@@ -194,7 +306,7 @@ def encode_fetch_response(version: int, r: dict[str, Any]) -> list[bytes]:
             if aborted is None:
                 out += b"\x00"
             else:
-                out += encode_uvarint(len(aborted) + 1)
+                out += _uvarint_bytes(len(aborted) + 1)
                 for a in aborted:
                     out += _ABORTED.pack(a["producer_id"], a["first_offset"]) + _NO_TAGS
             out += I32.pack(p["preferred_read_replica"])
@@ -202,7 +314,14 @@ def encode_fetch_response(version: int, r: dict[str, Any]) -> list[bytes]:
             if records is None:
                 out += b"\x00" + _NO_TAGS
                 continue
-            out += encode_uvarint(len(records) + 1)
+            n = len(records) + 1
+            out += (
+                _SMALL_UVARINTS[n]
+                if n < 0x80
+                else bytes((n & 0x7F | 0x80, n >> 7))
+                if n < 0x4000
+                else encode_uvarint(n)
+            )
             if len(records) <= _SMALL_RECORDS:
                 out += records
             else:

@@ -35,15 +35,19 @@ class RequestHeader:
     size: int  # header bytes, i.e. where the body starts
 
 
+# api key -> its first flexible version (APIs with no flexible version are absent)
+_FLEXIBLE_FROM = {key: entry[4] for key, entry in API_KEYS.items() if entry[4] is not None}
+_NEVER = 1 << 16  # above every version: an API without flexible versions
+
+
 def uses_flexible_header(api_key: int, api_version: int) -> bool:
     """Whether a request of this API version has header v2 (a flexible version)."""
-    entry = API_KEYS.get(api_key)
-    return entry is not None and entry[4] is not None and api_version >= entry[4]
+    return api_version >= _FLEXIBLE_FROM.get(api_key, _NEVER)
 
 
 def uses_response_header_v1(api_key: int, api_version: int) -> bool:
     """Whether a response of this API version has header v1: flexible versions, but never ApiVersions."""
-    return api_key != API_VERSIONS_KEY and uses_flexible_header(api_key, api_version)
+    return api_key != API_VERSIONS_KEY and api_version >= _FLEXIBLE_FROM.get(api_key, _NEVER)
 
 
 def response_header_size(api_key: int, api_version: int) -> int:
@@ -51,7 +55,9 @@ def response_header_size(api_key: int, api_version: int) -> int:
 
     Only for headers we write ourselves; `skip_response_header` reads any v1 header.
     """
-    return 5 if uses_response_header_v1(api_key, api_version) else 4
+    if api_key == API_VERSIONS_KEY or api_version < _FLEXIBLE_FROM.get(api_key, _NEVER):
+        return 4
+    return 5
 
 
 def skip_tag_buffer(buf: bytes | bytearray | memoryview, pos: int) -> int:
@@ -89,8 +95,11 @@ def parse_request_header(frame: bytes | memoryview) -> RequestHeader:
         pos += n
     elif n != -1:
         raise ProtocolError(f"invalid client_id length {n}")
-    if uses_flexible_header(api_key, api_version):
-        pos = skip_tag_buffer(frame, pos)
+    if api_version >= _FLEXIBLE_FROM.get(api_key, _NEVER):
+        if pos < len(frame) and frame[pos] == 0:  # the usual empty TAG_BUFFER
+            pos += 1
+        else:
+            pos = skip_tag_buffer(frame, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 

@@ -36,27 +36,21 @@ from typing import Any
 from construct import Container, ListContainer
 
 from protocol.errors import ProtocolError
-from protocol.fast_reader import I16, I32, string_bytes
+from protocol.fast_reader import (
+    I16,
+    I32,
+    check_length,
+    nullable_text_at,
+    nullable_view_at,
+    string_bytes,
+    text_at,
+)
 
 REQUEST_VERSIONS = range(3, 9)
 VERSIONS = range(3, 8)  # of the response encoder (v8 adds record errors: `flexible_fast`)
 
 _ACKS_TIMEOUT_COUNT = struct.Struct(">hii")
 _INDEX_LENGTH = struct.Struct(">ii")
-
-
-def _text(buf: bytes | bytearray | memoryview, pos: int, n: int) -> str:
-    try:
-        return str(buf[pos : pos + n], "utf-8")
-    except UnicodeDecodeError as exc:
-        raise ProtocolError(f"invalid UTF-8 in string: {exc.reason}") from None
-
-
-def _length(n: int, left: int, what: str) -> None:
-    if n < 0:
-        raise ProtocolError(f"invalid length {n}")
-    if n > left:
-        raise ProtocolError(f"{what} {n} exceeds the bytes left")
 
 
 def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) -> Container:
@@ -66,35 +60,25 @@ def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) ->
     try:
         (n,) = I16.unpack_from(buf, pos)
         pos += 2
-        if n == -1:
-            transactional_id = None
-        else:
-            _length(n, end - pos, "string length")
-            transactional_id = _text(buf, pos, n)
-            pos += n
+        transactional_id, pos = nullable_text_at(buf, pos, n)
         acks, timeout_ms, topic_count = _ACKS_TIMEOUT_COUNT.unpack_from(buf, pos)
         pos += 10
-        _length(topic_count, end - pos, "array count")
+        check_length(topic_count, end - pos, "array count")
         topics = ListContainer()
         for _ in range(topic_count):
             (n,) = I16.unpack_from(buf, pos)
             pos += 2
-            _length(n, end - pos, "string length")
-            name = _text(buf, pos, n)
+            check_length(n, end - pos, "string length")
+            name = text_at(buf, pos, n)
             pos += n
             (part_count,) = I32.unpack_from(buf, pos)
             pos += 4
-            _length(part_count, end - pos, "array count")
+            check_length(part_count, end - pos, "array count")
             partitions = ListContainer()
             for _ in range(part_count):
                 index, n = _INDEX_LENGTH.unpack_from(buf, pos)
                 pos += 8
-                if n == -1:
-                    records = None
-                else:
-                    _length(n, end - pos, "bytes length")
-                    records = view[pos : pos + n]
-                    pos += n
+                records, pos = nullable_view_at(view, pos, n)
                 partitions.append(Container(index=index, records=records))
             topics.append(Container(name=name, partition_data=partitions))
     except struct.error:

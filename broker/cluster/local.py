@@ -32,7 +32,7 @@ class LocalCluster:
         self.node = node  # the server sets the advertised address once it has bound its port
         self.topic_deleted: list[Callable[[str], None]] = []  # run after a topic's logs are gone
         self._topics: dict[str, TopicState] | None = None
-        self._names: dict[uuid.UUID, str] | None = None
+        self._names: dict[int, str] | None = None  # by UUID.int: UUID's own hash is Python code
         for name, info in self.logs.topics().items():
             if info.topic_id == topic_ids.ZERO:  # registered by a minikafka older than topic IDs
                 self.logs.set_topic_id(name, topic_ids.new_topic_id())
@@ -82,8 +82,8 @@ class LocalCluster:
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         if self._names is None:
-            self._names = {t.topic_id: t.name for t in self.topics().values()}
-        return self._names.get(topic_id)
+            self._names = {t.topic_id.int: t.name for t in self.topics().values()}
+        return self._names.get(topic_id.int)
 
     def _state(self, name: str) -> TopicState:
         info = self.logs.topics()[name]

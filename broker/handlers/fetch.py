@@ -94,10 +94,9 @@ def _replica_id(version: int, req: Any) -> int:
 
 
 def _diverging(plog: Any, p: Any) -> dict[str, int] | None:
-    """The fetcher's diverging epoch (v12+ last_fetched_epoch), or None if its log agrees with ours."""
-    last_epoch = p.get("last_fetched_epoch", -1)
-    if last_epoch < 0:
-        return None
+    """The fetcher's diverging epoch, or None if its log agrees with ours (v12+ requests with a
+    last_fetched_epoch, which consumers leave at -1)."""
+    last_epoch = p.last_fetched_epoch
     epoch, end = plog.leader_epochs.end_offset_for(last_epoch, plog.log_end_offset)
     if epoch < last_epoch or end < p.fetch_offset:
         return {"epoch": epoch, "end_offset": end}
@@ -161,7 +160,7 @@ def _read(
                 part = broker.replicas.leader(name, p.partition)
                 part.check_epoch(p.get("current_leader_epoch", -1))
                 plog = part.log
-                diverging = _diverging(plog, p) if ctx.version >= 12 else None
+                diverging = _diverging(plog, p) if p.get("last_fetched_epoch", -1) >= 0 else None
                 if diverging is not None:
                     hw = plog.high_watermark
                     result = _partition(p.partition, 0, hw, plog.log_start_offset, lso=hw)

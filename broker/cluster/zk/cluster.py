@@ -92,7 +92,7 @@ class ZkCluster:
         self.leadership_changed: list[Callable[[str, int, bool], None]] = []  # (topic, partition, now leads)
         self._snap = Snapshot()
         self._view: dict[str, TopicState] | None = None
-        self._names: dict[uuid.UUID, str] | None = None
+        self._names: dict[int, str] | None = None  # by UUID.int: UUID's own hash is Python code
         self._dirty = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
@@ -498,8 +498,8 @@ class ZkCluster:
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         if self._names is None:
-            self._names = {t.topic_id: t.name for t in self.topics().values()}
-        return self._names.get(topic_id)
+            self._names = {t.topic_id.int: t.name for t in self.topics().values()}
+        return self._names.get(topic_id.int)
 
     def _state(self, topic: str) -> TopicState:
         live = self._snap.brokers
