@@ -238,3 +238,38 @@ def test_scram_credentials_survive_a_restart(tmp_path: Path) -> None:
         file = broker.proc.data_dir / "__minikafka_scram_credentials.json"
         text = file.read_text()
         assert "bob-secret" not in text and "salt=" in text and "stored_key=" in text
+
+
+@pytest.mark.parametrize("kind", ("scram512", "mtls"))
+def test_fetch_answers_larger_than_a_tls_write_arrive_whole(sb: SecureBroker, kind: str) -> None:
+    """The broker hands a TLS transport at most 64 KB at a time (broker/connection.py
+    TLS_WRITE_CHUNK): confluent-kafka reads 3 MB of distinct 1 KB records over TLS, in fetch
+    answers of up to 1 MB, and gets every byte back in order."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    conf = sb.confluent(kind)
+    topic = _topic("ck-big", kind)
+    _create_topic(sb, topic)
+    values = [bytes([i % 251]) * 7 + i.to_bytes(4, "big") * 254 + b"\n" for i in range(3000)]  # 1 KB each
+    producer = Producer({**conf, "linger.ms": 20})
+    for v in values:
+        producer.produce(topic, v, partition=0)
+    assert producer.flush(30) == 0
+    consumer = Consumer(
+        {
+            **conf,
+            "group.id": f"g-{topic}",
+            "auto.offset.reset": "earliest",
+            "fetch.max.bytes": 4 << 20,
+            "max.partition.fetch.bytes": 1 << 20,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(values) and time.monotonic() < deadline:
+        for m in consumer.consume(1000, 0.5):
+            if m.error() is None:
+                got.append(m.value())
+    consumer.close()
+    assert got == values
