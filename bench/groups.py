@@ -18,7 +18,14 @@ subprocess, so the figures are the broker's, not a client library's:
    KIP-848 saves is consumption: only the partitions that move have no owner
    for a while, so the run also sums partition-milliseconds without an owner,
    against 60 x the classic round (an eager classic group revokes everything).
-3. commit: ``--committers`` connections each send OffsetCommit requests of 8
+3. classic join: the event of 2. in a classic group: a member joins a Stable group of
+   ``--members``, the others heartbeating back to back until told REBALANCE_IN_PROGRESS,
+   then JoinGroup and SyncGroup, until every member holds its SyncGroup answer. This is
+   the like-for-like comparison for 2.: both take three round trips per member (KIP-848's
+   three heartbeats; a heartbeat, a JoinGroup and a SyncGroup). The KIP-848 members
+   heartbeat in rounds, all at once; driving them each on its own, as here, measured no
+   faster (7.5 against 6.6 ms).
+4. commit: ``--committers`` connections each send OffsetCommit requests of 8
    partitions back to back for ``--seconds``; every commit is answered only
    after its __consumer_offsets batch is fsynced (the acks=all rule).
    Baseline: the same connections sending acks=all Produce requests of one
@@ -164,6 +171,77 @@ async def bench_rebalance(port: int, members: int, rounds: int) -> list[Row]:
         (f"rebalance of {members} members (max of {rounds})", max(times) * 1000, "ms"),
         (f"  baseline: {members} parallel Heartbeats (median)", hb * 1000, "ms"),
         ("  rebalance / heartbeat round trip", median / hb if hb else 0.0, "x"),
+    ]
+
+
+def _classic_heartbeat(group: str, generation: int, member_id: str) -> dict[str, Any]:
+    return {"group_id": group, "generation_id": generation, "member_id": member_id, "group_instance_id": None}
+
+
+async def _classic_member(conn: Conn, group: str, member_id: str, generation: int | None) -> tuple[str, Any]:
+    """One member's part in a classic rebalance: heartbeat back to back until told
+    REBALANCE_IN_PROGRESS (skipped for a joining member, ``generation`` None), JoinGroup,
+    SyncGroup (the leader hands everyone an assignment). Returns (member id, JoinGroup answer)."""
+    if generation is not None:
+        while True:
+            beat = await conn.send(12, 3, _classic_heartbeat(group, generation, member_id))
+            if beat.error_code == 27:  # REBALANCE_IN_PROGRESS
+                break
+            assert beat.error_code == 0, beat.error_code
+    joined = await conn.send(11, 3, _join(group, member_id, b"j"))
+    assert joined.error_code == 0, joined.error_code
+    assignments = [{"member_id": m.member_id, "assignment": b"a"} for m in joined.members]
+    synced = await conn.send(
+        14,
+        3,
+        {
+            "group_id": group,
+            "generation_id": joined.generation_id,
+            "member_id": joined.member_id,
+            "group_instance_id": None,
+            "assignments": assignments,
+        },
+    )
+    assert synced.error_code == 0, synced.error_code
+    return joined.member_id, joined
+
+
+async def bench_classic_join(port: int, members: int, rounds: int) -> list[Row]:
+    """Classic: a member joins a Stable group of ``members``, the others heartbeating back to
+    back, until every member holds its SyncGroup answer; then it leaves (not timed). The
+    event `bench_consumer_rebalance` times, in a classic group."""
+    group = f"bench-classic-join-{time.monotonic_ns()}"  # a fresh group per call
+    conns = [await Conn.open(port) for _ in range(members + 1)]
+    times = []
+    try:
+        _, ids, generation = await _round(conns[:members], group, [""] * members, b"j")
+        for _ in range(rounds):
+            start = time.perf_counter()
+            done = await asyncio.gather(
+                *(_classic_member(c, group, m, generation) for c, m in zip(conns, ids, strict=False)),
+                _classic_member(conns[members], group, "", None),
+            )
+            times.append(time.perf_counter() - start)
+            ids = [member_id for member_id, _ in done[:members]]
+            extra, generation = done[members][0], done[0][1].generation_id
+            left = await conns[members].send(
+                13, 3, {"group_id": group, "members": [{"member_id": extra, "group_instance_id": None}]}
+            )
+            assert left.error_code == 0, left.error_code
+            done = await asyncio.gather(
+                *(_classic_member(c, group, m, generation) for c, m in zip(conns, ids, strict=False))
+            )
+            generation = done[0][1].generation_id
+    finally:
+        for c in conns:
+            await c.close()
+    return [
+        (
+            f"classic: a member joins {members} members until Stable (median)",
+            statistics.median(times) * 1000,
+            "ms",
+        ),
+        (f"classic: the same (max of {rounds})", max(times) * 1000, "ms"),
     ]
 
 
@@ -378,11 +456,18 @@ def run(members: int = 10, rounds: int = 20, committers: int = 16, seconds: floa
 
             async def both() -> list[Row]:
                 rows = await bench_rebalance(broker.port, members, rounds)
+                joins = await bench_classic_join(broker.port, members, rounds)
                 modern = await bench_consumer_rebalance(broker.port, members, rounds)
                 # classic (eager): every partition has no owner from the JoinGroups to the SyncGroup answers
                 classic_idle = KIP848_PARTITIONS * rows[0][1]
                 rows += [
+                    *joins,
                     *modern,
+                    (
+                        "  KIP-848 join / classic join (medians, the same event)",
+                        modern[0][1] / joins[0][1],
+                        "x",
+                    ),
                     ("  KIP-848 join / classic rebalance (medians)", modern[0][1] / rows[0][1], "x"),
                     (
                         f"  classic partition-ms without an owner ({KIP848_PARTITIONS} x median rebalance)",
