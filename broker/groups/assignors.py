@@ -45,7 +45,7 @@ def uniform(members: list[MemberSpec], partitions: Mapping[uuid.UUID, int]) -> d
     # every partition's eligible members; keep current owners that are still eligible
     all_parts = sorted(
         ((tid, p) for tid, n in partitions.items() if tid in subscribers for p in range(n)),
-        key=lambda tp: (str(tp[0]), tp[1]),
+        key=_partition_order,
     )
     taken: set[tuple[uuid.UUID, int]] = set()
     for m in members:
@@ -62,7 +62,7 @@ def uniform(members: list[MemberSpec], partitions: Mapping[uuid.UUID, int]) -> d
         mine = owned[m.member_id]
         extra = len(mine) - fair[m.member_id]
         if extra > 0:
-            for tp in sorted(mine, key=lambda tp: (str(tp[0]), tp[1]))[-extra:]:
+            for tp in sorted(mine, key=_partition_order)[-extra:]:
                 mine.discard(tp)
                 taken.discard(tp)
     for tp in all_parts:
@@ -94,7 +94,7 @@ def _balance(
     while moved:
         moved = False
         for mid in sorted(owned, key=lambda m: (-len(owned[m]), m)):
-            for tp in sorted(owned[mid], key=lambda tp: (str(tp[0]), tp[1]), reverse=True):
+            for tp in sorted(owned[mid], key=_partition_order, reverse=True):
                 best = min(subscribers[tp[0]], key=lambda other: (len(owned[other]), other))
                 if len(owned[best]) + 1 < len(owned[mid]):
                     owned[mid].discard(tp)
@@ -120,6 +120,12 @@ def range_(members: list[MemberSpec], partitions: Mapping[uuid.UUID, int]) -> di
                 out[mid][tid] = set(range(start, start + count))
             start += count
     return {mid: {tid: frozenset(ps) for tid, ps in topics.items()} for mid, topics in out.items()}
+
+
+def _partition_order(tp: tuple[uuid.UUID, int]) -> tuple[int, int]:
+    """Partitions by topic id (in the order of the ids' text, which is their integers' order:
+    fixed-width hex) and number."""
+    return tp[0].int, tp[1]
 
 
 def _group(tps: set[tuple[uuid.UUID, int]]) -> TopicPartitions:

@@ -41,6 +41,7 @@ from construct import ConstructError
 from broker.groups.consumer_model import Assignment, ConsumerGroup, ConsumerMember
 from protocol.errors import ProtocolError
 from protocol.schema import Arr, F, message_versions
+from protocol.varint import encode_uvarint
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -90,6 +91,8 @@ _VALUES = {
 _SCHEMAS = {kind: message_versions(fields, 0, 0, "0+")[0] for kind, fields in _VALUES.items()}
 _I16 = struct.Struct(">h")
 _VALUE_VERSION = _I16.pack(0)
+_EPOCHS_STATE = struct.Struct(">iib")  # member_epoch, previous_member_epoch, state
+_NO_TAGS = b"\x00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +159,27 @@ def topic_partitions(assignment: Assignment) -> list[dict[str, Any]]:
     """An assignment as the wire and record arrays have it, in a stable order."""
     return [
         {"topic_id": tid, "partitions": sorted(parts)}
-        for tid, parts in sorted(assignment.items(), key=lambda kv: str(kv[0]))
+        for tid, parts in sorted(assignment.items(), key=_by_topic_id)
         if parts
     ]
+
+
+def _by_topic_id(item: tuple[uuid.UUID, frozenset[int]]) -> int:
+    """Topic ids in the order of their text form (the same as their integers': fixed-width hex)."""
+    return item[0].int
+
+
+def _topic_partitions_bytes(assignment: Assignment) -> bytes:
+    """`topic_partitions(assignment)` as its flexible array, written directly: the records of a
+    rebalance carry one or two per member, and construct's build was most of their cost."""
+    items = sorted(((tid, parts) for tid, parts in assignment.items() if parts), key=_by_topic_id)
+    out = bytearray(encode_uvarint(len(items) + 1))
+    for tid, parts in items:
+        out += tid.bytes
+        out += encode_uvarint(len(parts) + 1)
+        out += struct.pack(f">{len(parts)}i", *sorted(parts))
+        out += _NO_TAGS
+    return bytes(out)
 
 
 def assignment_of(entries: Any) -> dict[uuid.UUID, frozenset[int]]:
@@ -203,21 +224,36 @@ def member_record(group_id: str, m: ConsumerMember) -> RecordKV:
 
 
 def target_member_record(group_id: str, member_id: str, assignment: Assignment) -> RecordKV:
+    """A member's target assignment (value 7), written directly: the bytes of `encode_value` of
+    ``{"topic_partitions": topic_partitions(assignment)}``."""
     key = ConsumerKey(TARGET_ASSIGNMENT_MEMBER, group_id, member_id)
-    value = {"topic_partitions": topic_partitions(assignment)}
-    return encode_key(key), encode_value(TARGET_ASSIGNMENT_MEMBER, value)
+    value = _VALUE_VERSION + _topic_partitions_bytes(assignment) + _NO_TAGS
+    return encode_key(key), value
 
 
 def assignment_record(group_id: str, m: ConsumerMember) -> RecordKV:
-    value = {
+    """The member's current assignment (value 8), written directly; `encode_value` of
+    `assignment_value(m)` gives the same bytes (tests/unit/test_consumer_records.py)."""
+    value = (
+        _VALUE_VERSION
+        + _EPOCHS_STATE.pack(m.member_epoch, m.previous_member_epoch, int(m.state))
+        + _topic_partitions_bytes(m.assigned)
+        + _topic_partitions_bytes(m.pending_revocation)
+        + _NO_TAGS
+    )
+    key = ConsumerKey(CURRENT_MEMBER_ASSIGNMENT, group_id, m.member_id)
+    return encode_key(key), value
+
+
+def assignment_value(m: ConsumerMember) -> dict[str, Any]:
+    """The fields of `assignment_record`'s value, as `encode_value` takes them."""
+    return {
         "member_epoch": m.member_epoch,
         "previous_member_epoch": m.previous_member_epoch,
         "state": int(m.state),
         "assigned_partitions": topic_partitions(m.assigned),
         "partitions_pending_revocation": topic_partitions(m.pending_revocation),
     }
-    key = ConsumerKey(CURRENT_MEMBER_ASSIGNMENT, group_id, m.member_id)
-    return encode_key(key), encode_value(CURRENT_MEMBER_ASSIGNMENT, value)
 
 
 def member_tombstones(group_id: str, member_id: str) -> list[RecordKV]:

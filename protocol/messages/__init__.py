@@ -18,7 +18,7 @@ from typing import Any
 
 from construct import ConstructError, Container
 
-from protocol import fetch_fast, flexible_fast, produce_fast
+from protocol import fetch_fast, flexible_fast, heartbeat_fast, produce_fast
 from protocol.api_keys import API_KEYS
 from protocol.errors import ProtocolError
 from protocol.fast_reader import HasTaggedFields
@@ -41,6 +41,7 @@ _FAST_ENCODERS = {
         (fetch_fast.VERSIONS, fetch_fast.encode_response_parts),
         (flexible_fast.FETCH_VERSIONS, flexible_fast.encode_fetch_response),
     ],
+    68: [(heartbeat_fast.VERSIONS, heartbeat_fast.encode_heartbeat_response)],
 }
 
 
@@ -91,6 +92,8 @@ def decode_request(api_key: int, version: int, body: bytes | memoryview, offset:
                 return fetch_fast.decode_fetch_request(body, version, offset)
             if version in flexible_fast.FETCH_VERSIONS:
                 return flexible_fast.decode_fetch_request(body, version, offset)
+        elif api_key == 68 and version in heartbeat_fast.VERSIONS:  # every KIP-848 member, every few seconds
+            return heartbeat_fast.decode_heartbeat_request(body, version, offset)
     except HasTaggedFields:
         pass  # the schema names and checks them
     return _decode("REQUEST", api_key, version, body, offset)
@@ -122,8 +125,8 @@ def encode_response(api_key: int, version: int, obj: dict[str, Any]) -> bytes:
 def encode_response_parts(api_key: int, version: int, obj: dict[str, Any]) -> list[bytes]:
     """The response body as chunks to write in order (same bytes as `encode_response`).
 
-    Produce and Fetch responses of the versions `_FAST_ENCODERS` covers are
-    built with precompiled structs (Fetch's record sets are not copied); the
+    Produce, Fetch and ConsumerGroupHeartbeat responses of the versions `_FAST_ENCODERS`
+    covers are built with precompiled structs (Fetch's record sets are not copied); the
     rest, and those with fields the fast encoders leave to the schema, are
     built by their construct schema as one chunk.
     """
