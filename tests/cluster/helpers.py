@@ -14,10 +14,14 @@ from tests.cluster_process import QUIET, Cluster
 
 
 def create_topic(bootstrap: str, name: str, partitions: int, rf: int, **configs: str) -> None:
+    """Create the topic, then wait until every broker of ``bootstrap`` (comma-separated, all
+    running) lists it with leaders and ``rf`` in-sync replicas: brokers learn of new leaders a
+    moment apart, and a test's next Metadata request may go to any of them."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET})
     for future in admin.create_topics([NewTopic(name, partitions, rf, config=configs)]).values():
         future.result(15)
-    wait_for_leaders(bootstrap, name, partitions, rf)
+    for address in bootstrap.split(","):
+        wait_for_leaders(address, name, partitions, rf)
 
 
 def partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
