@@ -100,6 +100,7 @@ class ConsumerGroup:
     target: dict[str, Assignment] = field(default_factory=dict)  # member id -> target assignment
     partition_epochs: dict[tuple[uuid.UUID, int], int] = field(default_factory=dict)  # owner's epoch
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)  # name -> id, count
+    metadata_topics: object = None  # the cluster's topics mapping subscription_metadata was computed from
     session_timers: dict[str, TimerHandle] = field(default_factory=dict)
     rebalance_timers: dict[str, TimerHandle] = field(default_factory=dict)
 

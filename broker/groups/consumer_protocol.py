@@ -50,7 +50,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNORS, MemberSpec
 from broker.groups.consumer_model import (
@@ -262,28 +262,8 @@ class ConsumerProtocol:
                 f"The consumer group has reached its maximum capacity of {self.settings.max_size} members.",
             )
         member, is_new = self._member(group, cg, req, member_id, records)
-        updated = member.with_(
-            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
-            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=(
-                req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
-            ),
-            server_assignor=req.server_assignor
-            if req.server_assignor is not None
-            else member.server_assignor,
-            subscribed_topic_names=(
-                tuple(sorted(set(req.subscribed_topic_names)))
-                if req.subscribed_topic_names is not None
-                else member.subscribed_topic_names
-            ),
-            subscribed_topic_regex=(
-                (req.subscribed_topic_regex or None)
-                if req.subscribed_topic_regex is not None
-                else member.subscribed_topic_regex
-            ),
-            client_id=req.client_id,
-            client_host=req.client_host,
-        )
+        changes = _metadata_changes(member, req)
+        updated = member.with_(**changes) if changes else member
         bump = False
         if is_new or updated.metadata_changed(member):
             records.append(member_record(group.group_id, updated))
@@ -292,12 +272,17 @@ class ConsumerProtocol:
                 or updated.subscribed_topic_names != member.subscribed_topic_names
                 or updated.subscribed_topic_regex != member.subscribed_topic_regex
             )
-        cg.set_member(updated)
-        metadata = self._subscription_metadata(cg)
-        if metadata != cg.subscription_metadata:
-            cg.subscription_metadata = metadata
-            records.append(partition_metadata_record(group.group_id, metadata))
-            bump = True
+        if updated is not member or is_new:
+            cg.set_member(updated)
+        topics = self.topics()
+        # the metadata follows from the members' subscriptions and the topics: unchanged when
+        # neither is (the cluster view is a new mapping whenever a topic changes)
+        if is_new or changes or topics is not cg.metadata_topics:
+            metadata = self._subscription_metadata(cg, topics)
+            if metadata != cg.subscription_metadata:
+                cg.subscription_metadata = metadata
+                records.append(partition_metadata_record(group.group_id, metadata))
+                bump = True
         if bump:
             cg.group_epoch += 1
             records.append(epoch_record(group.group_id, cg.group_epoch))
@@ -454,8 +439,12 @@ class ConsumerProtocol:
         return ErrorCode.NONE, None, group.consumer
 
     # -- target assignment ----------------------------------------------------------------------
-    def _subscription_metadata(self, cg: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
-        topics = self.topics()
+    def _subscription_metadata(
+        self, cg: ConsumerGroup, topics: Mapping[str, TopicState]
+    ) -> dict[str, tuple[uuid.UUID, int]]:
+        """Name -> (topic id, partition count) of every existing topic a member subscribes to;
+        remembers ``topics`` as what it was computed from."""
+        cg.metadata_topics = topics
         out: dict[str, tuple[uuid.UUID, int]] = {}
         for member in cg.members.values():
             for name in self.member_topics(member, topics):
@@ -555,7 +544,7 @@ class ConsumerProtocol:
         assert cg is not None
         records = member_tombstones(group.group_id, member_id)
         cg.remove_member(member_id)
-        metadata = self._subscription_metadata(cg)
+        metadata = self._subscription_metadata(cg, self.topics())
         if metadata != cg.subscription_metadata:
             cg.subscription_metadata = metadata
             records.append(partition_metadata_record(group.group_id, metadata))
@@ -605,6 +594,33 @@ class ConsumerProtocol:
         assert group.consumer is not None
         for member_id in group.consumer.members:
             self._arm_session(group, member_id)
+
+
+def _metadata_changes(member: ConsumerMember, req: Heartbeat) -> dict[str, Any]:
+    """The member-metadata fields the heartbeat changes (a field it leaves null keeps its value)."""
+    changes: dict[str, Any] = {}
+    if req.instance_id is not None and req.instance_id != member.instance_id:
+        changes["instance_id"] = req.instance_id
+    if req.rack_id is not None and req.rack_id != member.rack_id:
+        changes["rack_id"] = req.rack_id
+    if req.rebalance_timeout_ms != -1 and req.rebalance_timeout_ms != member.rebalance_timeout_ms:
+        changes["rebalance_timeout_ms"] = req.rebalance_timeout_ms
+    if req.server_assignor is not None and req.server_assignor != member.server_assignor:
+        changes["server_assignor"] = req.server_assignor
+    if req.subscribed_topic_names is not None:
+        names = tuple(sorted(set(req.subscribed_topic_names)))
+        if names != member.subscribed_topic_names:
+            changes["subscribed_topic_names"] = names
+    if (
+        req.subscribed_topic_regex is not None
+        and (req.subscribed_topic_regex or None) != member.subscribed_topic_regex
+    ):
+        changes["subscribed_topic_regex"] = req.subscribed_topic_regex or None
+    if req.client_id != member.client_id:
+        changes["client_id"] = req.client_id
+    if req.client_host != member.client_host:
+        changes["client_host"] = req.client_host
+    return changes
 
 
 @functools.lru_cache(maxsize=256)
