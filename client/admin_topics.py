@@ -24,12 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.admin_mixin import AdminMixin
-from client.cluster import list_offsets_body
 from client.errors import METADATA_CODES, KafkaConnectionError, KafkaError, KafkaTimeoutError, error_for
 from client.types import OffsetAndTimestamp, TopicInfo, TopicPartition
 from protocol.errors import ErrorCode
 
-LIST_OFFSETS = 2
 CREATE_TOPICS = 19
 DELETE_TOPICS = 20
 CREATE_PARTITIONS = 37
@@ -197,30 +195,21 @@ class TopicAdmin(AdminMixin):
                 leader = self.cluster.leader(tp)
                 if leader is not None:
                     by_node[leader].append(tp)
-            retry: object = None
-            for node, tps in by_node.items():
-                body = list_offsets_body(tps, left, read_committed)
-                try:
-                    resp = await self.cluster.send(node, LIST_OFFSETS, body)
-                except (KafkaConnectionError, KafkaTimeoutError) as exc:
-                    retry = exc
+            answers, failed = await self.cluster.list_offsets(
+                by_node, left, read_committed, (KafkaConnectionError, KafkaTimeoutError)
+            )
+            retry: object = failed
+            for tp, p in answers:
+                if tp not in left:
                     continue
-                for t in resp.topics:
-                    for p in t.partitions:
-                        tp = TopicPartition(t.name, p.partition_index)
-                        if tp not in left:
-                            continue
-                        if p.error_code == 0:
-                            out[tp] = OffsetAndTimestamp(p.offset, p.timestamp) if p.offset >= 0 else None
-                            del left[tp]
-                        elif (
-                            p.error_code in METADATA_CODES
-                            and p.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                        ):
-                            retry = p.error_code
-                        else:
-                            out[tp] = error_for(p.error_code, context=str(tp))
-                            del left[tp]
+                if p.error_code == 0:
+                    out[tp] = OffsetAndTimestamp(p.offset, p.timestamp) if p.offset >= 0 else None
+                    del left[tp]
+                elif p.error_code in METADATA_CODES and p.error_code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    retry = p.error_code
+                else:
+                    out[tp] = error_for(p.error_code, context=str(tp))
+                    del left[tp]
             if not left:
                 break
             if time.monotonic() >= deadline:

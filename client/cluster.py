@@ -47,6 +47,9 @@ FIND_COORDINATOR = 10
 ConnKey = tuple[str, int]
 
 
+LIST_OFFSETS = 2
+
+
 class Cluster:
     """Connection pool plus metadata cache for one client (runs on one event loop)."""
 
@@ -168,6 +171,30 @@ class Cluster:
         conn = await self.node(node_id)
         kw.setdefault("timeout", self.request_timeout)
         return await conn.send(api_key, body, **kw)
+
+    async def list_offsets(
+        self,
+        by_node: Mapping[int, list[TopicPartition]],
+        timestamps: Mapping[TopicPartition, int],
+        read_committed: bool,
+        retriable: tuple[type[Exception], ...],
+    ) -> tuple[list[tuple[TopicPartition, Any]], Exception | None]:
+        """One ListOffsets request to each leader of ``by_node`` for its partitions' ``timestamps``
+        (`list_offsets_body`): every partition answer, as (partition, its answer) in the order the
+        leaders gave them, and the last ``retriable`` error of a request that failed (the caller
+        retries those partitions). Shared by the consumer and the admin client, which judge the
+        answers' error codes each its own way."""
+        answers: list[tuple[TopicPartition, Any]] = []
+        failed: Exception | None = None
+        for node, tps in by_node.items():
+            try:
+                resp = await self.send(node, LIST_OFFSETS, list_offsets_body(tps, timestamps, read_committed))
+            except retriable as exc:
+                failed = exc
+                continue
+            for t in resp.topics:
+                answers.extend((TopicPartition(t.name, p.partition_index), p) for p in t.partitions)
+        return answers, failed
 
     async def send_any(self, api_key: int, body: dict[str, Any], **kw: Any) -> Any:
         conn = await self.any_connection()

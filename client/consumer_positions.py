@@ -26,7 +26,6 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from client.cluster import list_offsets_body
 from client.consumer_state import ConsumerBase, _as_tp, _PartitionState
 from client.errors import (
     METADATA_CODES,
@@ -39,7 +38,6 @@ from client.errors import (
 from client.types import OffsetAndTimestamp, TopicPartition
 from protocol.errors import ErrorCode
 
-LIST_OFFSETS = 2
 EARLIEST = -2
 LATEST = -1
 
@@ -101,28 +99,22 @@ class ConsumerPositions(ConsumerBase):
                     missing = True
                 else:
                     by_node[leader].append(tp)
-            last_error: object = None
-            for node, tps in by_node.items():
-                body = list_offsets_body(tps, left, self._read_committed)
-                try:
-                    resp = await self.cluster.send(node, LIST_OFFSETS, body)
-                except KafkaError as exc:
-                    last_error = exc
-                    missing = True
+            answers, failed = await self.cluster.list_offsets(
+                by_node, left, self._read_committed, (KafkaError,)
+            )
+            last_error: object = failed
+            missing = missing or failed is not None
+            for tp, p in answers:
+                if tp not in left:
                     continue
-                for t in resp.topics:
-                    for p in t.partitions:
-                        tp = TopicPartition(t.name, p.partition_index)
-                        if tp not in left:
-                            continue
-                        if p.error_code == 0:
-                            out[tp] = (p.offset if p.offset >= 0 else None, p.timestamp)
-                            del left[tp]
-                        elif p.error_code in METADATA_CODES or p.error_code == ErrorCode.OFFSET_NOT_AVAILABLE:
-                            last_error = error_for(p.error_code, context=str(tp))
-                            missing = True
-                        else:
-                            raise error_for(p.error_code, context=f"ListOffsets {tp}")
+                if p.error_code == 0:
+                    out[tp] = (p.offset if p.offset >= 0 else None, p.timestamp)
+                    del left[tp]
+                elif p.error_code in METADATA_CODES or p.error_code == ErrorCode.OFFSET_NOT_AVAILABLE:
+                    last_error = error_for(p.error_code, context=str(tp))
+                    missing = True
+                else:
+                    raise error_for(p.error_code, context=f"ListOffsets {tp}")
             if not left:
                 break
             if time.monotonic() >= deadline:
