@@ -58,10 +58,6 @@ class ConsumerMember:
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
 
-    def metadata_changed(self, other: ConsumerMember) -> bool:
-        """Whether the ConsumerGroupMemberMetadata record of ``other`` differs from ours."""
-        return _METADATA_FIELDS(self) != _METADATA_FIELDS(other)
-
     def assignment_changed(self, other: ConsumerMember) -> bool:
         """Whether the ConsumerGroupCurrentMemberAssignment record of ``other`` differs from ours."""
         return _ASSIGNMENT_FIELDS(self) != _ASSIGNMENT_FIELDS(other)
@@ -73,17 +69,7 @@ class ConsumerMember:
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
-# what each of a member's two records holds
-_METADATA_FIELDS = attrgetter(
-    "instance_id",
-    "rack_id",
-    "client_id",
-    "client_host",
-    "subscribed_topic_names",
-    "subscribed_topic_regex",
-    "rebalance_timeout_ms",
-    "server_assignor",
-)
+# what a member's assignment record holds
 _ASSIGNMENT_FIELDS = attrgetter(
     "member_epoch", "previous_member_epoch", "state", "assigned", "pending_revocation"
 )

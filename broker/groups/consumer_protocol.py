@@ -265,14 +265,9 @@ class ConsumerProtocol:
         changes = _metadata_changes(member, req)
         updated = member.with_(**changes) if changes else member
         bump = False
-        if is_new or updated.metadata_changed(member):
+        if is_new or changes:
             records.append(member_record(group.group_id, updated))
-            bump = (
-                is_new
-                or updated.subscribed_topic_names != member.subscribed_topic_names
-                or updated.subscribed_topic_regex != member.subscribed_topic_regex
-            )
-        if updated is not member or is_new:
+            bump = is_new or "subscribed_topic_names" in changes or "subscribed_topic_regex" in changes
             cg.set_member(updated)
         topics = self.topics()
         # the metadata follows from the members' subscriptions and the topics: unchanged when
