@@ -229,13 +229,8 @@ _THROTTLE_ERROR_SESSION = struct.Struct(">ihi")
 _SMALL_RECORDS = 4096  # record sets up to this size are copied into the header buffer
 
 
-_SMALL_UVARINTS = [bytes((i,)) for i in range(0x80)]
 _NAMES: dict[str, bytes] = {}  # topic name -> its COMPACT_STRING bytes
 _NAMES_MAX = 10_000
-
-
-def _uvarint_bytes(n: int) -> bytes:
-    return _SMALL_UVARINTS[n] if n < 0x80 else encode_uvarint(n)
 
 
 def _compact_name(name: str) -> bytes:
@@ -257,11 +252,11 @@ def encode_produce_response(version: int, obj: dict[str, Any]) -> list[bytes]:
     flexible = version >= 9
     out = bytearray()
     topics = obj["responses"]
-    out += _uvarint_bytes(len(topics) + 1) if flexible else I32.pack(len(topics))
+    out += encode_uvarint(len(topics) + 1) if flexible else I32.pack(len(topics))
     for topic in topics:
         out += _compact_name(topic["name"]) if flexible else string_bytes(topic["name"])
         parts = topic["partition_responses"]
-        out += _uvarint_bytes(len(parts) + 1) if flexible else I32.pack(len(parts))
+        out += encode_uvarint(len(parts) + 1) if flexible else I32.pack(len(parts))
         for p in parts:
             if p.get("record_errors") or p.get("error_message") is not None or "current_leader" in p:
                 raise NeedsSchema
@@ -288,10 +283,10 @@ def encode_fetch_response(version: int, r: dict[str, Any]) -> list[bytes]:
     by_id = version >= 13
     chunks: list[bytes] = []
     out = bytearray(_THROTTLE_ERROR_SESSION.pack(r["throttle_time_ms"], r["error_code"], r["session_id"]))
-    out += _uvarint_bytes(len(r["responses"]) + 1)
+    out += encode_uvarint(len(r["responses"]) + 1)
     for t in r["responses"]:
         out += t["topic_id"].bytes if by_id else _compact_name(t["topic"])
-        out += _uvarint_bytes(len(t["partitions"]) + 1)
+        out += encode_uvarint(len(t["partitions"]) + 1)
         for p in t["partitions"]:
             if "current_leader" in p or "diverging_epoch" in p or "snapshot_id" in p:
                 raise NeedsSchema
@@ -306,7 +301,7 @@ def encode_fetch_response(version: int, r: dict[str, Any]) -> list[bytes]:
             if aborted is None:
                 out += b"\x00"
             else:
-                out += _uvarint_bytes(len(aborted) + 1)
+                out += encode_uvarint(len(aborted) + 1)
                 for a in aborted:
                     out += _ABORTED.pack(a["producer_id"], a["first_offset"]) + _NO_TAGS
             out += I32.pack(p["preferred_read_replica"])
@@ -314,14 +309,7 @@ def encode_fetch_response(version: int, r: dict[str, Any]) -> list[bytes]:
             if records is None:
                 out += b"\x00" + _NO_TAGS
                 continue
-            n = len(records) + 1
-            out += (
-                _SMALL_UVARINTS[n]
-                if n < 0x80
-                else bytes((n & 0x7F | 0x80, n >> 7))
-                if n < 0x4000
-                else encode_uvarint(n)
-            )
+            out += encode_uvarint(len(records) + 1)
             if len(records) <= _SMALL_RECORDS:
                 out += records
             else:

@@ -80,7 +80,14 @@ def encode_varlong(n: int) -> bytes:
 
 
 def encode_uvarint(n: int) -> bytes:
-    """Encode an unsigned uint32 as a plain (non-zigzag) varint (1 to 5 bytes)."""
+    """Encode an unsigned uint32 as a plain (non-zigzag) varint (1 to 5 bytes).
+
+    The flexible encoders call this for every length and count: the one- and two-byte forms
+    (below 16384) are made without the general loop."""
+    if 0 <= n < 0x80:
+        return _SINGLE_BYTES[n]
+    if 0x80 <= n < 0x4000:
+        return bytes((n & 0x7F | 0x80, n >> 7))
     if not 0 <= n <= UINT32_MAX:
         raise ValueError(f"uvarint out of uint32 range: {n}")
     return _encode_unsigned(n)
