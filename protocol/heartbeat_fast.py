@@ -31,7 +31,7 @@ from typing import Any
 from construct import Container, ListContainer
 
 from protocol.errors import ProtocolError
-from protocol.fast_reader import Reader
+from protocol.fast_reader import Reader, compact_string_bytes
 from protocol.varint import encode_uvarint
 
 VERSIONS = range(0, 2)
@@ -81,10 +81,7 @@ def decode_heartbeat_request(buf: bytes | bytearray | memoryview, version: int, 
 
 
 def _nullable_string(text: str | None) -> bytes:
-    if text is None:
-        return _NULL_STRING
-    data = text.encode("utf-8")
-    return encode_uvarint(len(data) + 1) + data
+    return _NULL_STRING if text is None else compact_string_bytes(text)
 
 
 def encode_heartbeat_response(version: int, obj: dict[str, Any]) -> list[bytes]:
