@@ -148,16 +148,7 @@ async def bench_rebalance(port: int, members: int, rounds: int) -> list[Row]:
         for _ in range(rounds):
             start = time.perf_counter()
             beats = [
-                c.send(
-                    12,
-                    3,
-                    {
-                        "group_id": group,
-                        "generation_id": generation,
-                        "member_id": m,
-                        "group_instance_id": None,
-                    },
-                )
+                c.send(12, 3, _classic_heartbeat(group, generation, m))
                 for c, m in zip(conns, ids, strict=True)
             ]
             await asyncio.gather(*beats)
