@@ -8,7 +8,10 @@ Behavior:
   work. The first partition with data gets at least one whole batch even when
   it exceeds max_bytes / partition_max_bytes; later partitions only what fits
   in the response budget.
-- fetch_offset outside [log start offset, high watermark]: OFFSET_OUT_OF_RANGE.
+- fetch_offset outside [log start offset, log end offset]: OFFSET_OUT_OF_RANGE.
+  A consumer between the high watermark and the log end offset (a leader that
+  just took over may have a lower HW than the one before it) gets no records
+  and no error, as Kafka answers: resetting it would make it read again.
 - A partition this broker hosts but does not lead: NOT_LEADER_OR_FOLLOWER.
 - Long poll: fewer than min_bytes ready and max_wait_ms > 0 parks the fetch on
   its partitions until an append wakes it or max_wait_ms passes; then it is
@@ -172,9 +175,10 @@ def _read(
                 hw = plog.high_watermark
                 lso = last_stable_offset(part)
                 start = plog.log_start_offset
-                end = plog.log_end_offset if follower else hw
+                leo = plog.log_end_offset
+                end = leo if follower else hw
                 records: bytes | memoryview = b""
-                if p.fetch_offset < start or p.fetch_offset > end:
+                if p.fetch_offset < start or p.fetch_offset > leo:
                     # with the log's bounds, so a follower below the log start knows where to restart
                     parts.append(_partition(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, start, lso=lso))
                     errored = True

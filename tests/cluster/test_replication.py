@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -23,7 +24,7 @@ from tests.cluster.helpers import (
     wait_for,
     wait_for_leaders,
 )
-from tests.cluster_process import QUIET, Cluster
+from tests.cluster_process import QUIET, Cluster, ZooKeeperProcess
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
 
@@ -260,3 +261,61 @@ def test_create_partitions_places_replicas_on_every_broker(cluster: Cluster) -> 
     assert {p for p, _ in sender.acked.values()} == set(range(6))
     check_exactly_once(sender.acked, read_all(cluster.bootstrap, "wide", 6))
     wait_for(lambda: replicas_agree(cluster, "wide", 6), 30, "the new partitions replicated everywhere")
+
+
+def test_a_consumer_above_the_high_watermark_waits_there_instead_of_starting_over(
+    tmp_path: Path, zookeeper: ZooKeeperProcess
+) -> None:
+    """A consumer whose position is past the HW but not past the log end (a new leader's HW can
+    be behind the last one's) gets empty answers until the HW gets there, as from Kafka; an
+    OFFSET_OUT_OF_RANGE would send it back to the earliest offset to read everything again."""
+    # a follower that stops fetching stays in the ISR for a minute: the HW stays put that long
+    with Cluster(tmp_path, zookeeper, **{"replica.lag.time.max.ms": "60000"}) as cluster:
+        create_topic(cluster.bootstrap, "ahead", 1, 2, **{"min.insync.replicas": "1"})
+        leader, replicas, _ = partition_metadata(cluster.bootstrap, "ahead")[0]
+        follower = next(n for n in replicas if n != leader)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1", "logger": QUIET})
+        for i in range(5):
+            producer.produce("ahead", str(i).encode(), partition=0)
+        producer.flush(30)
+        wait_for(lambda: _offsets("ahead", cluster.bootstrap)[1] == 5, 30, "the HW at 5")
+
+        cluster.pause(follower)
+        try:
+            producer.produce("ahead", b"5", partition=0)  # acks=1: the log ends at 6, the HW stays at 5
+            producer.flush(30)
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": cluster.bootstrap,
+                    "group.id": "ahead",
+                    "auto.offset.reset": "earliest",
+                    "enable.auto.commit": False,
+                    "logger": QUIET,
+                }
+            )
+            consumer.assign([TopicPartition("ahead", 0, 6)])
+            early = [consumer.poll(0.5) for _ in range(6)]  # three seconds of fetching at 6
+            assert _offsets("ahead", cluster.bootstrap)[1] == 5  # the HW did not move meanwhile
+        finally:
+            cluster.resume(follower)
+        producer.produce("ahead", b"6", partition=0)
+        producer.flush(30)
+        later = []
+        deadline = time.monotonic() + 30
+        while not later and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None:
+                later.append(msg)
+        consumer.close()
+        read = [(m.offset(), m.value()) for m in early + later if m is not None and m.error() is None]
+        errors = [m.error() for m in early + later if m is not None and m.error() is not None]
+        assert (read, errors) == ([(6, b"6")], [])
+
+
+def _offsets(topic: str, bootstrap: str) -> tuple[int, int]:
+    """(log start, high watermark) of partition 0, as a read_uncommitted consumer is told."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "offsets", "logger": QUIET})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    finally:
+        consumer.close()
