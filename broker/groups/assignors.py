@@ -9,7 +9,9 @@ deterministic: the same inputs give the same output.
   exactly one member subscribed to it; counts differ by at most one between
   members that could take each other's partitions; a member keeps every
   partition of its current target that balance allows (a member joining or
-  leaving moves only the partitions it must).
+  leaving moves only the partitions it must). Members that all subscribe to
+  the same topics get their counts from quotas directly; different
+  subscriptions go through a balancing loop.
 - ``range``: per topic, its partitions in order, split into contiguous ranges
   over the members subscribed to it, sorted by instance id (else member id);
   the first ``partitions % members`` get one more. Members with the same
@@ -37,6 +39,8 @@ class MemberSpec:
 
 
 def uniform(members: list[MemberSpec], partitions: Mapping[uuid.UUID, int]) -> dict[str, TopicPartitions]:
+    if len({m.topics for m in members}) == 1:
+        return _uniform_homogeneous(members, partitions)
     owned: dict[str, set[tuple[uuid.UUID, int]]] = {m.member_id: set() for m in members}
     subscribers: dict[uuid.UUID, list[str]] = {}
     for m in sorted(members, key=lambda m: m.member_id):
@@ -72,6 +76,53 @@ def uniform(members: list[MemberSpec], partitions: Mapping[uuid.UUID, int]) -> d
             taken.add(tp)
     _balance(owned, subscribers)
     return {mid: _group(tps) for mid, tps in owned.items()}
+
+
+def _uniform_homogeneous(
+    members: list[MemberSpec], partitions: Mapping[uuid.UUID, int]
+) -> dict[str, TopicPartitions]:
+    """`uniform` when every member subscribes to the same topics (the usual case), without the
+    general balancing loop: with P partitions and M members, ``P % M`` members may own
+    ``P // M + 1`` and the others ``P // M``. The extra slots go to the members keeping the
+    most of their current target (then by member id), so the fewest partitions move; a member
+    over its quota gives back its highest partitions; the partitions left go, in order, to the
+    members below their quota, by member id."""
+    topics = members[0].topics
+    count = {tid: partitions.get(tid, 0) for tid in topics}
+    order = sorted(members, key=lambda m: m.member_id)
+    kept: dict[str, list[tuple[uuid.UUID, int]]] = {}
+    taken: set[tuple[uuid.UUID, int]] = set()
+    for m in order:
+        mine = sorted(
+            (
+                (tid, p)
+                for tid, ps in m.current.items()
+                if tid in topics
+                for p in ps
+                if p < count[tid] and (tid, p) not in taken
+            ),
+            key=_partition_order,
+        )
+        kept[m.member_id] = mine
+        taken.update(mine)
+    total = sum(count.values())
+    base, extra = divmod(total, len(members))
+    ranked = sorted(order, key=lambda m: (-len(kept[m.member_id]), m.member_id))
+    quota = {m.member_id: base + (1 if i < extra else 0) for i, m in enumerate(ranked)}
+    for mid, mine in kept.items():
+        for tp in mine[quota[mid] :]:
+            taken.discard(tp)
+        del mine[quota[mid] :]
+    free = iter(
+        sorted(
+            ((tid, p) for tid, n in count.items() for p in range(n) if (tid, p) not in taken),
+            key=_partition_order,
+        )
+    )
+    for m in order:
+        mine = kept[m.member_id]
+        mine.extend(next(free) for _ in range(quota[m.member_id] - len(mine)))
+    return {mid: _group(set(tps)) for mid, tps in kept.items()}
 
 
 def _fair_shares(

@@ -4,11 +4,15 @@
   partitions (default 50), cleanup.policy=compact, segment.bytes =
   `offsets.topic.segment.bytes`. An existing topic keeps its partition count
   (changing it would move groups to other partitions).
-- `append` builds one uncompressed RecordBatch v2 (producer id -1, CreateTime =
-  now) from the (key, value) pairs and appends it through the replica manager
-  as Produce does (`ReplicaManager.append`: leader epoch, high watermark,
-  parked fetches woken). Durability is the acks=all rule: ``done`` runs after the broker's
-  group commit has fsynced the partition.
+- `append` queues the (key, value) pairs; at the event loop's next turn the
+  appends queued for a partition are written in the order they came, the
+  consecutive plain ones (no producer) as one uncompressed RecordBatch v2
+  (producer id -1, CreateTime = now), each transactional one as its own
+  batch, through the replica manager as Produce does (`ReplicaManager.append`:
+  leader epoch, high watermark, parked fetches woken). A coordinator handling
+  the heartbeats or commits of many members in one turn thus writes one batch,
+  not one per request. Durability is the acks=all rule: ``done`` runs after
+  the broker's group commit has fsynced the partition.
 - `read` replays a partition from its log start offset to its high watermark;
   transactional offset commits (`append` with a producer) count at their
   COMMIT marker and are dropped at an ABORT one.
@@ -17,6 +21,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -37,6 +42,16 @@ log = logging.getLogger("minikafka.groups.store")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 READ_CHUNK_BYTES = 1 << 20
+# queued appends are merged into one batch up to this many bytes, and never beyond the
+# partition's max.message.bytes (a merged batch is not refused where its parts would not be)
+MERGE_BYTES = 64 << 10
+RECORD_OVERHEAD = 24  # a record's length, attributes, deltas and key/value lengths at most
+BATCH_OVERHEAD = 61
+
+
+def _size(records: list[RecordKV]) -> int:
+    """An upper bound of the bytes ``records`` take in a batch."""
+    return sum(RECORD_OVERHEAD + len(k) + (len(v) if v is not None else 0) for k, v in records)
 
 
 def offsets_topic_configs(config: BrokerConfig) -> dict[str, str]:
@@ -87,6 +102,8 @@ class BrokerOffsetsLog:
         self.topic = topic
         # partition -> producer id -> records of transactions open at the end of the last `read`
         self.open_transactions: dict[int, dict[int, list[RecordKV]]] = {}
+        # partition -> appends not written yet: (records, done, producer)
+        self._queued: dict[int, list[tuple[list[RecordKV], Done | None, tuple[int, int] | None]]] = {}
 
     @property
     def num_partitions(self) -> int:
@@ -99,9 +116,46 @@ class BrokerOffsetsLog:
         done: Done | None,
         producer: tuple[int, int] | None = None,
     ) -> None:
-        """``producer``: (id, epoch) of a transactional offset commit; the batch is then transactional
-        and an older epoch than the partition knows answers INVALID_PRODUCER_EPOCH."""
+        """Queue ``records`` for ``partition`` (module docstring); ``done`` gets the outcome.
+
+        ``producer``: (id, epoch) of a transactional offset commit; its batch is then
+        transactional and an older epoch than the partition knows answers INVALID_PRODUCER_EPOCH."""
+        queued = self._queued.get(partition)
+        if queued is None:
+            queued = self._queued[partition] = []
+            asyncio.get_running_loop().call_soon(self._write_queued, partition)
+        queued.append((list(records), done, producer))
+
+    def _write_queued(self, partition: int) -> None:
+        queued = self._queued.pop(partition, [])
+        limit = MERGE_BYTES
+        with contextlib.suppress(KafkaError):  # not the leader: `_write` answers each append so
+            max_bytes = self._replicas.leader(self.topic, partition).log.config.max_message_bytes
+            limit = min(limit, max_bytes - BATCH_OVERHEAD)
+        i = 0
+        while i < len(queued):
+            records, done, producer = queued[i]
+            dones = [done]
+            i += 1
+            size = _size(records)
+            while producer is None and i < len(queued) and queued[i][2] is None:
+                more, more_done, _ = queued[i]
+                if size + _size(more) > limit:
+                    break
+                records, size = records + more, size + _size(more)
+                dones.append(more_done)
+                i += 1
+            self._write(partition, records, dones, producer)
+
+    def _write(
+        self,
+        partition: int,
+        records: list[RecordKV],
+        dones: list[Done | None],
+        producer: tuple[int, int] | None,
+    ) -> None:
         loop = asyncio.get_running_loop()
+        waiting = [d for d in dones if d is not None]
         try:
             part = self._replicas.leader(self.topic, partition)
             plog = part.log
@@ -124,18 +178,20 @@ class BrokerOffsetsLog:
             if code not in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_PRODUCER_EPOCH):
                 code = ErrorCode.KAFKA_STORAGE_ERROR
             log.error("%s-%d: append failed: %s", self.topic, partition, exc)
-            if done is not None:
-                loop.call_soon(done, code)
+            for d in waiting:
+                loop.call_soon(d, code)
             return
-        if done is None:
+        if not waiting:
             return
 
         def synced(f: asyncio.Future[None]) -> None:
             if f.cancelled() or f.exception() is not None:
                 log.error("%s-%d: fsync failed; not acknowledging", self.topic, partition)
-                done(ErrorCode.KAFKA_STORAGE_ERROR)
+                code = ErrorCode.KAFKA_STORAGE_ERROR
             else:
-                done(ErrorCode.NONE)
+                code = ErrorCode.NONE
+            for d in waiting:
+                d(code)
 
         self._group_commit.sync(plog).add_done_callback(synced)
 

@@ -406,7 +406,7 @@ class TransactionCoordinator:
             txn.apply(TxnChange(state=done, partitions=frozenset(), last_update_ms=_now_ms()))
         finally:
             txn.release()
-        # appended now, before any request woken above runs: the log keeps the order of transitions
+        # queued now, before any request woken above runs: the log keeps the order of transitions
         while self._owns(txn):
             code = await self._store.write(
                 txn.partition, encode_key(txn.transactional_id), encode_value(txn.value())

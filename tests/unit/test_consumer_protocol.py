@@ -6,6 +6,8 @@ import uuid
 from collections.abc import Mapping
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.cluster.view import PartitionState, TopicState
 from broker.groups.assignors import MemberSpec, range_, uniform
@@ -268,6 +270,50 @@ def test_uniform_is_balanced_and_sticky() -> None:
     for m in members:
         kept = second[m.member_id].get(T1, frozenset())
         assert kept <= first[m.member_id][T1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 12),
+    st.dictionaries(st.sampled_from([T1, T2]), st.integers(0, 40), min_size=1),
+    st.data(),
+)
+def test_uniform_same_subscriptions_balances_and_moves_only_what_it_must(
+    n: int, counts: dict[uuid.UUID, int], data: st.DataObject
+) -> None:
+    subscribed = frozenset(counts)
+    # current targets as a group could hold them: overlapping, beyond the partition counts, of topics
+    # not subscribed to
+    parts = st.frozensets(st.integers(0, 45), max_size=20)
+    members = [
+        MemberSpec(f"m{i}", None, subscribed, data.draw(st.dictionaries(st.sampled_from([T1, T2]), parts)))
+        for i in range(n)
+    ]
+    out = uniform(members, counts)
+    owned = [(tid, p) for a in out.values() for tid, ps in a.items() for p in ps]
+    assert sorted(owned) == sorted((tid, p) for tid, c in counts.items() for p in range(c))
+    sizes = [count(a) for a in out.values()]
+    assert max(sizes) - min(sizes) <= 1
+    # only partitions that balance makes someone give up change hands: a member keeps all of its
+    # current partitions up to its new count (a partition in two current targets goes to one)
+    claimed: set[tuple[uuid.UUID, int]] = set()
+    stayed, could_stay = 0, []
+    for m in sorted(members, key=lambda m: m.member_id):
+        valid = {
+            (tid, p)
+            for tid, ps in m.current.items()
+            if tid in subscribed
+            for p in ps
+            if p < counts[tid] and (tid, p) not in claimed
+        }
+        claimed |= valid
+        mine = {(tid, p) for tid, ps in out[m.member_id].items() for p in ps}
+        assert len(mine & valid) == min(len(valid), len(mine))
+        stayed += len(mine & valid)
+        could_stay.append(len(valid))
+    # and the members allowed one more are those it saves a move for
+    base, extra = divmod(sum(counts.values()), n)
+    assert stayed == sum(min(v, base) for v in could_stay) + min(extra, sum(v > base for v in could_stay))
 
 
 def test_uniform_heterogeneous_subscriptions() -> None:
