@@ -87,16 +87,22 @@ class LeaderEpochCache:
             self.flush()
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """OffsetForLeaderEpoch: ``(largest epoch <= epoch, its end offset)``, or ``(-1, -1)`` if none.
+        """OffsetForLeaderEpoch, as Kafka's LeaderEpochFileCache.endOffsetFor answers it.
 
-        The end offset is the next epoch's start offset, or ``log_end_offset`` for the latest.
+        - ``epoch`` -1, or newer than every recorded epoch: ``(-1, -1)``;
+        - the latest epoch: ``(epoch, log_end_offset)``;
+        - otherwise ``(largest epoch <= epoch, start offset of the next epoch)``, and when
+          every recorded epoch is newer (the log starts after the data of ``epoch`` was
+          removed) ``(epoch, start offset of the first recorded epoch)``.
         """
-        i = bisect_right([e for e, _ in self._entries], epoch)
-        if i == 0:
+        entries = self._entries
+        if epoch < 0 or not entries or epoch > entries[-1][0]:
             return -1, -1
-        found = self._entries[i - 1][0]
-        end = self._entries[i][1] if i < len(self._entries) else log_end_offset
-        return found, end
+        if epoch == entries[-1][0]:
+            return epoch, log_end_offset
+        i = bisect_right([e for e, _ in entries], epoch)
+        following = entries[i][1]
+        return (entries[i - 1][0] if i else epoch), following
 
     def epoch_for_offset(self, offset: int) -> int:
         """The epoch under which ``offset`` was written (largest start offset <= it), -1 if none."""

@@ -5,8 +5,12 @@ Behavior:
   that this log has, and its end offset (the next epoch's start offset, or the
   log end offset for the latest epoch); a follower truncates its log to that
   point before fetching, never blindly to its high watermark.
-- No such epoch (the requested one is older than every epoch here): epoch -1,
-  offset -1 (UNDEFINED_EPOCH / UNDEFINED_EPOCH_OFFSET).
+- A requested epoch older than every epoch here (the log starts after that
+  epoch's data was removed): that epoch and the start offset of the first
+  epoch here, as Kafka answers; a consumer checking its position after a
+  leader change then keeps it instead of resetting. Epoch -1, or one newer
+  than every epoch here: epoch -1, offset -1 (UNDEFINED_EPOCH /
+  UNDEFINED_EPOCH_OFFSET).
 - current_leader_epoch older than the partition's: FENCED_LEADER_EPOCH; newer:
   UNKNOWN_LEADER_EPOCH. Not the leader: NOT_LEADER_OR_FOLLOWER; unknown
   partition: UNKNOWN_TOPIC_OR_PARTITION.

@@ -258,23 +258,28 @@ class ReplicaManager:
         part.partition_epoch = partition_epoch
         if part.is_leader:
             self.advance_high_watermark(part)
+            if len(part.isr) < part.log.config.min_insync_replicas:
+                part.fail_hw_waiters()  # they answer NOT_ENOUGH_REPLICAS_AFTER_APPEND now
 
     async def wait_for_replication(self, part: Partition, offset: int, timeout_s: float) -> int:
         """acks=all: wait until the HW passes ``offset`` (the end of the appended batch).
 
         Returns an error code: NONE; NOT_LEADER_OR_FOLLOWER if leadership was
-        lost meanwhile; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below
-        ``min.insync.replicas`` before the HW got there; REQUEST_TIMED_OUT.
+        lost meanwhile; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below
+        ``min.insync.replicas``, before or once the HW gets there (as Kafka's
+        checkEnoughReplicasReachOffset: a follower dropped from the ISR lets the
+        HW jump to the leader's LEO, and the write is then on fewer replicas
+        than the producer asked for); REQUEST_TIMED_OUT.
         """
         deadline = asyncio.get_running_loop().time() + timeout_s
         epoch = part.leader_epoch
         while True:
             if not part.is_leader or part.leader_epoch != epoch:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if part.log.high_watermark >= offset:
-                return ErrorCode.NONE
             if len(part.isr) < part.log.config.min_insync_replicas:
                 return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            if part.log.high_watermark >= offset:
+                return ErrorCode.NONE
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:
                 return ErrorCode.REQUEST_TIMED_OUT

@@ -129,6 +129,40 @@ def test_with_one_replica_left_acks_all_is_refused_and_acks_1_works(cluster: Clu
     assert offsets == [0]  # the refused record was never appended
 
 
+def test_acks_all_waiting_when_the_isr_drops_below_min_isr_is_not_acknowledged(
+    tmp_path: Path, zookeeper: ZooKeeperProcess
+) -> None:
+    """An acks=all write waiting for a follower that stops (SIGSTOP) is answered
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND when that follower leaves the ISR and the ISR falls below
+    min.insync.replicas, as from Kafka, not acknowledged as if it were on two replicas."""
+    # the follower leaves the ISR after 1.5 s, well before its ZooKeeper session expires (6 s)
+    with Cluster(tmp_path, zookeeper, **{"replica.lag.time.max.ms": "1500"}) as cluster:
+        create_topic(cluster.bootstrap, "minisr", 1, 2, **{"min.insync.replicas": "2"})
+        leader, replicas, _ = partition_metadata(cluster.bootstrap, "minisr")[0]
+        follower = next(n for n in replicas if n != leader)
+        results: list[KafkaError | None] = []
+        producer = Producer(
+            {
+                "bootstrap.servers": cluster.brokers[leader].bootstrap,
+                "acks": "all",
+                "retries": 0,
+                "enable.idempotence": False,
+                "logger": QUIET,
+            }
+        )
+        producer.produce("minisr", b"before", on_delivery=lambda err, msg: results.append(err))
+        producer.flush(30)
+        assert results == [None]
+        cluster.pause(follower)
+        try:
+            producer.produce("minisr", b"held up", on_delivery=lambda err, msg: results.append(err))
+            producer.flush(30)
+        finally:
+            cluster.resume(follower)
+    error = results[1]
+    assert error is not None and error.code() == KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND, error
+
+
 def test_controller_sigkill_hands_over_and_leadership_changes_continue(cluster: Cluster) -> None:
     create_topic(cluster.bootstrap, "c", 2, 3)
     controller = controller_of(cluster)

@@ -254,6 +254,11 @@ def test_leader_epoch_cache_persists(tmp_path) -> None:
     assert cache.end_offset_for(2, 50) == (0, 10)
     assert cache.end_offset_for(3, 50) == (3, 50)
     assert cache.end_offset_for(-1, 50) == (-1, -1)
+    assert cache.end_offset_for(4, 50) == (-1, -1)  # newer than any epoch here
+    late = LeaderEpochCache(fs, str(tmp_path / "late-checkpoint"))  # a log that starts at 5
+    assert late.end_offset_for(1, 9) == (-1, -1)  # no epoch recorded yet
+    late.assign(3, 5)
+    assert late.end_offset_for(1, 9) == (1, 5)  # older than every epoch here: where this log starts
     reloaded = LeaderEpochCache(fs, path)
     assert reloaded.loaded_cleanly and reloaded.entries == [(0, 0), (3, 10)]
     reloaded.truncate_from_end(10)
