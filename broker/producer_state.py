@@ -5,7 +5,9 @@ Rules (Kafka's, for idempotent and transactional producers):
   appended batches (first/last sequence, first/last offset).
 - A batch whose epoch is older than the remembered one: INVALID_PRODUCER_EPOCH.
 - A newer epoch must start at sequence 0, else OUT_OF_ORDER_SEQUENCE_NUMBER.
-- An unknown producer whose first batch does not start at 0: UNKNOWN_PRODUCER_ID.
+- An unknown producer's first batch is taken at any sequence, as Kafka does
+  since KIP-360 (2.5): its state may be gone with retention, DeleteRecords or
+  ``producer.id.expiration.ms``, and the producer carries on from where it was.
 - A batch equal (first and last sequence) to one of the last five: a duplicate,
   answered with success and the original base offset, not appended again.
 - Otherwise its first sequence must follow the last one (int32 wrap to 0),
@@ -148,11 +150,6 @@ class PartitionProducers:
         state = self.producers.get(h.producer_id)
         last = _last_seq(h.base_sequence, h.last_offset_delta)
         if state is None:
-            if h.base_sequence != 0:
-                raise KafkaError(
-                    f"unknown producer id {h.producer_id} with sequence {h.base_sequence}",
-                    ErrorCode.UNKNOWN_PRODUCER_ID,
-                )
             return None
         if h.producer_epoch < state.epoch:
             raise KafkaError(

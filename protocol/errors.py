@@ -164,3 +164,12 @@ class CorruptRecordError(KafkaError):
     """A record batch failed validation (size, magic or CRC-32C)."""
 
     code = ErrorCode.CORRUPT_MESSAGE
+
+
+def fenced_for(code: int, version: int, since: int) -> int:
+    """PRODUCER_FENCED (KIP-588) as a client of ``version`` knows it: the APIs added it at version
+    ``since`` (InitProducerId v4; EndTxn, AddPartitionsToTxn and AddOffsetsToTxn v2), and older
+    versions get INVALID_PRODUCER_EPOCH, which those clients handle the same way (Kafka's KafkaApis)."""
+    if code == ErrorCode.PRODUCER_FENCED and version < since:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    return code

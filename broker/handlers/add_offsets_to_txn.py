@@ -5,7 +5,9 @@ Behavior:
   write) to the transaction, with AddPartitionsToTxn's rules and errors
   (`broker.txn.coordinator`); answered once durable. An empty group id is
   INVALID_GROUP_ID.
-Version notes: v3 is flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
+Version notes: v0-1 get INVALID_PRODUCER_EPOCH where later versions get PRODUCER_FENCED
+  (KIP-588, as Kafka answers them); v3 is flexible; v4 may answer TRANSACTION_ABORTABLE
+  (KIP-890; never here).
 - Authorization (with an authorizer configured), as KafkaApis, first: WRITE on
   the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED), then READ
   on the group (else GROUP_AUTHORIZATION_FAILED).
@@ -20,7 +22,7 @@ from broker import registry
 from broker.context import RequestContext
 from broker.groups.store import OFFSETS_TOPIC
 from broker.security.acls import AclOperation, ResourceType
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, fenced_for
 
 API_KEY = 25
 
@@ -33,7 +35,7 @@ async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     code = await broker.transactions.add_partitions(
         req.transactional_id, req.producer_id, req.producer_epoch, frozenset({tp})
     )
-    return {"throttle_time_ms": 0, "error_code": code}
+    return {"throttle_time_ms": 0, "error_code": fenced_for(code, ctx.version, 2)}
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:

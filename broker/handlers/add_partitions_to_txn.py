@@ -12,7 +12,8 @@ Behavior:
 - v4+ (brokers, batched by transaction): each transaction as above; with
   verify_only, nothing is added and each partition answers NONE if it is
   already in the open transaction, INVALID_TXN_STATE if not.
-Version notes: v3 is flexible; v4 batches transactions and adds the
+Version notes: v0-1 get INVALID_PRODUCER_EPOCH where later versions get PRODUCER_FENCED
+  (KIP-588, as Kafka answers them); v3 is flexible; v4 batches transactions and adds the
   top-level error_code; v5 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
 - Authorization (with an authorizer configured), as KafkaApis: v4+ (from
   brokers) needs CLUSTER_ACTION on the cluster, else the top-level
@@ -34,7 +35,7 @@ from broker.authorized_operations import denied, unrestricted
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.security.acls import AclOperation, ResourceType
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, fenced_for
 
 API_KEY = 24
 
@@ -101,7 +102,7 @@ async def _add(
         code, codes = coordinator.verify_partitions(txn_id, pid, epoch, partitions)
         return _results(topics, codes, code)
     code = await coordinator.add_partitions(txn_id, pid, epoch, partitions)
-    return _results(topics, {}, code)
+    return _results(topics, {}, fenced_for(code, ctx.version, 2))
 
 
 async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:

@@ -6,7 +6,9 @@ Behavior:
   PrepareAbort is durable; the markers follow in the background. Errors:
   INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS,
   INVALID_TXN_STATE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
-Version notes: v3 is flexible; v4 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
+Version notes: v0-1 get INVALID_PRODUCER_EPOCH where later versions get PRODUCER_FENCED
+  (KIP-588, as Kafka answers them); v3 is flexible; v4 may answer TRANSACTION_ABORTABLE
+  (KIP-890; never here).
 - Authorization (with an authorizer configured), as KafkaApis: WRITE on the
   transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 Leaves out: throttling.
@@ -19,7 +21,7 @@ from typing import Any
 from broker import registry
 from broker.context import RequestContext
 from broker.security.acls import AclOperation, ResourceType
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, fenced_for
 
 API_KEY = 26
 
@@ -28,7 +30,7 @@ async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     code = await ctx.broker.transactions.end_transaction(
         req.transactional_id, req.producer_id, req.producer_epoch, req.committed
     )
-    return {"throttle_time_ms": 0, "error_code": code}
+    return {"throttle_time_ms": 0, "error_code": fenced_for(code, ctx.version, 2)}
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:

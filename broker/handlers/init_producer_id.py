@@ -29,7 +29,7 @@ from typing import Any
 from broker import registry
 from broker.context import RequestContext
 from broker.security.acls import AclOperation, ResourceType
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, fenced_for
 
 API_KEY = 22
 
@@ -68,8 +68,7 @@ async def _transactional(
     ctx: RequestContext, txn_id: str, timeout_ms: int, expected: tuple[int, int] | None
 ) -> dict[str, Any]:
     code, pid, epoch = await ctx.broker.transactions.init_producer_id(txn_id, timeout_ms, expected)
-    if code == ErrorCode.PRODUCER_FENCED and ctx.version < 4:
-        code = ErrorCode.INVALID_PRODUCER_EPOCH  # PRODUCER_FENCED is v4+ (KIP-588)
+    code = fenced_for(code, ctx.version, 4)
     return {"throttle_time_ms": 0, "error_code": code, "producer_id": pid, "producer_epoch": epoch}
 
 

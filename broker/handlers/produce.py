@@ -34,6 +34,9 @@ Behavior:
   internal topics (__consumer_offsets) are written by the broker only:
   INVALID_TOPIC_EXCEPTION.
 - v8+: a partition's error comes with its message (error_message).
+- An error answer's log_start_offset is the partition's (a producer tells a
+  sequence state lost to retention from a gap by it), except for unknown
+  partition, not leader, too large, corrupt and storage errors (-1), as Kafka.
 - v10+: NOT_LEADER_OR_FOLLOWER comes with the leader and epoch this broker
   knows of (current_leader) and the response with their addresses
   (node_endpoints), as KIP-951 (`broker.leader_hints`).
@@ -60,6 +63,7 @@ Leaves out: timestamp-difference validation, per-record validation of
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any
@@ -91,8 +95,29 @@ def _partition_result(
     }
 
 
-def _error_result(ctx: RequestContext, index: int, exc: KafkaError) -> dict[str, Any]:
-    result = _partition_result(index, exc.code)
+# errors answered with log_start_offset -1, as Kafka's ReplicaManager; the others (sequence,
+# epoch, transaction state...) carry the partition's log start offset, which a producer uses to
+# tell a state lost to retention from a real gap
+_NO_LOG_START = frozenset(
+    {
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+    }
+)
+
+
+def _error_result(
+    ctx: RequestContext, index: int, exc: KafkaError, topic: str | None = None
+) -> dict[str, Any]:
+    start = -1
+    if topic is not None and exc.code not in _NO_LOG_START:
+        with contextlib.suppress(KafkaError):
+            start = ctx.broker.replicas.leader(topic, index).log.log_start_offset
+    result = _partition_result(index, exc.code, start=start)
     if ctx.version >= 8:
         result["error_message"] = str(exc)
     return result
@@ -236,7 +261,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
                 result, part, last = _append(ctx, topic.name, pd.index, pd.records, acks, now_ms)
             except KafkaError as exc:
                 log.debug("produce %s-%d rejected: %s", topic.name, pd.index, exc)
-                result, part, last = _error_result(ctx, pd.index, exc), None, -1
+                result, part, last = _error_result(ctx, pd.index, exc, topic.name), None, -1
             except OSError as exc:
                 log.error("produce %s-%d: storage error: %s", topic.name, pd.index, exc)
                 result, part, last = _partition_result(pd.index, ErrorCode.KAFKA_STORAGE_ERROR), None, -1

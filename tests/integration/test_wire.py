@@ -467,9 +467,14 @@ def test_idempotent_producer_rules(broker: BrokerProcess) -> None:
         assert produce(c, "idem", b(4)).base_offset == 4
         assert produce(c, "idem", b(0, epoch=1)).base_offset == 6
         assert produce(c, "idem", b(2, epoch=0)).error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+        stale = produce(c, "idem", b(2, epoch=0))
+        assert stale.log_start_offset == 0  # an error answer still says where the log starts
+        # a producer the partition does not know (its state expired) goes on at any sequence
         other = batch(b"y", producer_id=pid + 100, producer_epoch=0, base_sequence=5)
-        assert produce(c, "idem", other).error_code == ErrorCode.UNKNOWN_PRODUCER_ID
-        assert fetch(c, "idem", 0).high_watermark == 8
+        assert produce(c, "idem", other).base_offset == 8
+        follow = batch(b"z", producer_id=pid + 100, producer_epoch=0, base_sequence=7)
+        assert produce(c, "idem", follow).error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert fetch(c, "idem", 0).high_watermark == 9
 
 
 def test_create_topic_validation(broker: BrokerProcess) -> None:
@@ -594,3 +599,46 @@ def test_large_fetches_read_whole_batches_across_segments(broker: BrokerProcess)
                 offset = h.base_offset + h.last_offset_delta + 1
         assert got == values
         assert max(sizes) >= 64 * 1024  # some reads took the mapped path
+
+
+@pytest.mark.parametrize(
+    ("api", "old", "new", "body"),
+    [
+        (26, 1, 3, lambda pid, epoch: {"producer_id": pid, "producer_epoch": epoch, "committed": True}),
+        (25, 1, 3, lambda pid, epoch: {"producer_id": pid, "producer_epoch": epoch, "group_id": "g"}),
+        (
+            24,
+            1,
+            3,
+            lambda pid, epoch: {
+                "v3_and_below_producer_id": pid,
+                "v3_and_below_producer_epoch": epoch,
+                "v3_and_below_topics": [{"name": "fenced", "partitions": [0]}],
+            },
+        ),
+    ],
+    ids=["EndTxn", "AddOffsetsToTxn", "AddPartitionsToTxn"],
+)
+def test_a_fenced_producer_is_told_in_words_its_version_knows(
+    broker: BrokerProcess, api, old, new, body
+) -> None:  # type: ignore[no-untyped-def]
+    """PRODUCER_FENCED came with v2 of these APIs (KIP-588); v0-1 clients get INVALID_PRODUCER_EPOCH,
+    as Kafka answers them."""
+    with RawClient(broker.port) as c:
+        create(c, "fenced")
+        txn = f"fenced-{api}"
+        deadline = time.monotonic() + 30  # the first FindCoordinator creates __transaction_state
+        while c.request(10, 3, {"key": txn, "key_type": 1}).error_code and time.monotonic() < deadline:
+            time.sleep(0.1)
+        first = c.request(22, 3, {"transactional_id": txn, "transaction_timeout_ms": 60000})
+        assert first.error_code == 0
+        c.request(22, 3, {"transactional_id": txn, "transaction_timeout_ms": 60000})  # bumps the epoch
+        key = "v3_and_below_transactional_id" if api == 24 else "transactional_id"
+
+        def code(version: int) -> int:
+            answer = c.request(api, version, {key: txn, **body(first.producer_id, first.producer_epoch)})
+            if api == 24:
+                return answer.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+            return answer.error_code
+
+        assert (code(old), code(new)) == (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED)
