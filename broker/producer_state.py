@@ -60,6 +60,7 @@ before any id of the block is used.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import struct
@@ -67,8 +68,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
+from protocol.control_records import marker_coordinator_epoch
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader, crc32c
 from storage import naming
@@ -243,14 +246,21 @@ class PartitionProducers:
             self.unreplicated.append((first, marker_offset))
         return first
 
-    def rebuild(self, headers: Iterable[BatchHeader], now_ms: int | None = None) -> None:
-        """Replay batch headers read from the log (an idle producer's expiry clock starts now)."""
+    def rebuild(
+        self,
+        headers: Iterable[BatchHeader],
+        now_ms: int | None = None,
+        coordinator_epoch: Callable[[BatchHeader], int] | None = None,
+    ) -> None:
+        """Replay batch headers read from the log (an idle producer's expiry clock starts now);
+        ``coordinator_epoch`` reads a marker's coordinator epoch (-1 for every marker without it)."""
         now = _now_ms() if now_ms is None else now_ms
         for h in headers:
             if h.producer_id < 0:
                 continue
             if h.is_control:
-                self.complete(h.producer_id, h.producer_epoch, -1, h.base_offset, now)
+                epoch = coordinator_epoch(h) if coordinator_epoch is not None else -1
+                self.complete(h.producer_id, h.producer_epoch, epoch, h.base_offset, now)
             else:
                 self.update(h, h.base_offset, now)
 
@@ -382,10 +392,20 @@ def load_producer_state(
             fs.remove_if_exists(path)
     start = max(used, plog.log_start_offset)
     if start < leo:
-        state.rebuild(plog.iter_batch_headers(start_offset=start), now)
+        state.rebuild(plog.iter_batch_headers(start_offset=start), now, partial(_marker_epoch, plog))
     if expiration_ms is not None:
         state.expire(now, expiration_ms)
     return state, used
+
+
+def _marker_epoch(plog: PartitionLog, h: BatchHeader) -> int:
+    """The coordinator epoch of the marker ``h`` of ``plog`` (a follower or a restart keeps it, so a
+    marker from an older coordinator is still refused); -1 if it cannot be read."""
+    try:
+        data = plog.read(h.base_offset, h.size, upto_leo=True).data
+    except (KafkaError, OSError):
+        return -1
+    return marker_coordinator_epoch(data, dataclasses.replace(h, position=0))
 
 
 class BlockProducerIds:

@@ -126,43 +126,59 @@ def build_marker_batch(
         raise ValueError(f"marker field out of range: {exc}") from exc
 
 
-def _first_key(payload: BytesLike, pos: int, end: int) -> bytes | None:
-    """The key of the record at ``pos`` of ``payload`` (records end at ``end``)."""
+def _first_record(payload: BytesLike, pos: int, end: int) -> tuple[bytes | None, bytes | None]:
+    """The key and value of the record at ``pos`` of ``payload`` (records end at ``end``)."""
     length, p = decode_varint(payload, pos)
     record_end = p + length
     if length < 6 or record_end > end:
         raise ProtocolError(f"bad record length {length}")
     _, p = decode_varlong(payload, p + 1)  # attributes byte, then timestamp delta
     _, p = decode_varint(payload, p)  # offset delta
-    key_length, p = decode_varint(payload, p)
-    if key_length < 0:
-        return None
-    if p + key_length > record_end:
-        raise ProtocolError(f"bad key length {key_length}")
-    return bytes(payload[p : p + key_length])
+    fields: list[bytes | None] = []
+    for what in ("key", "value"):
+        size, p = decode_varint(payload, p)
+        if size < 0:
+            fields.append(None)
+            continue
+        if p + size > record_end:
+            raise ProtocolError(f"bad {what} length {size}")
+        fields.append(bytes(payload[p : p + size]))
+        p += size
+    return fields[0], fields[1]
+
+
+def _control_record(data: BytesLike, h: BatchHeader) -> tuple[bytes | None, bytes | None]:
+    """The first record of the control batch ``h`` (at ``h.position`` in ``data``); ProtocolError if
+    there is none or it is unreadable. No CRC check; a compressed control batch (Kafka never writes
+    one) is decompressed first."""
+    start = h.position + RECORD_BATCH_OVERHEAD
+    end = h.position + h.size
+    if h.record_count < 1 or end > len(data):
+        raise ProtocolError("no whole control record")
+    if h.codec == codecs.NONE:
+        with memoryview(data) as mv:
+            return _first_record(mv, start, end)
+    with memoryview(data) as mv:
+        payload = codecs.decompress(h.codec, mv[start:end], 1024 * 1024)
+    return _first_record(payload, 0, len(payload))
 
 
 def marker_type(data: BytesLike, h: BatchHeader) -> int | None:
     """The control type of the control batch ``h`` (at ``h.position`` in ``data``), None if unreadable.
 
-    Reads only the first record's key (ABORT 0, COMMIT 1, other types as stored).
-    No CRC check; the batch must lie whole inside ``data``. A compressed control
-    batch (Kafka never writes one) is decompressed first.
+    Reads the first record's key (ABORT 0, COMMIT 1, other types as stored); the batch must lie
+    whole inside ``data``.
     """
     try:
-        if h.record_count < 1:
-            return None
-        start = h.position + RECORD_BATCH_OVERHEAD
-        end = h.position + h.size
-        if end > len(data):
-            return None
-        if h.codec == codecs.NONE:
-            with memoryview(data) as mv:
-                key = _first_key(mv, start, end)
-        else:
-            with memoryview(data) as mv:
-                payload = codecs.decompress(h.codec, mv[start:end], 1024 * 1024)
-            key = _first_key(payload, 0, len(payload))
-        return parse_control_key(key)
+        return parse_control_key(_control_record(data, h)[0])
     except ProtocolError:
         return None
+
+
+def marker_coordinator_epoch(data: BytesLike, h: BatchHeader) -> int:
+    """The coordinator epoch in the COMMIT/ABORT marker ``h`` (at ``h.position`` in ``data``), -1 if
+    unreadable; the batch must lie whole inside ``data``."""
+    try:
+        return parse_end_txn_value(_control_record(data, h)[1])
+    except ProtocolError:
+        return -1

@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
-from protocol.control_records import ABORT, marker_type
+from protocol.control_records import ABORT, marker_coordinator_epoch, marker_type
 from storage.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
@@ -51,7 +51,8 @@ def replicated_marker(
 ) -> None:
     """A follower appended the leader's control batch ``h`` (at ``h.position`` in ``buf``)."""
     kind = marker_type(buf, h)
-    close_transaction(part, h.producer_id, h.producer_epoch, -1, kind != ABORT, h.base_offset, now_ms)
+    epoch = marker_coordinator_epoch(buf, h)
+    close_transaction(part, h.producer_id, h.producer_epoch, epoch, kind != ABORT, h.base_offset, now_ms)
 
 
 def last_stable_offset(part: Partition) -> int:

@@ -14,6 +14,7 @@ from broker.producer_state import (
     snapshot_offsets,
     write_snapshot,
 )
+from protocol.control_records import build_marker_batch
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import Record, build_batch, crc32c, read_header
 from storage import naming
@@ -176,3 +177,15 @@ def test_only_the_newest_snapshots_are_kept(tmp_path: Path) -> None:
     for offset in (5, 1, 9, 7):
         write_snapshot(fs, str(tmp_path), offset, PartitionProducers().to_snapshot())
     assert snapshot_offsets(fs, str(tmp_path)) == [7, 9]
+
+
+def test_replay_keeps_the_coordinator_epoch_of_markers(tmp_path: Path) -> None:
+    """A restarted leader (or a follower) remembers which coordinator epoch wrote a producer's last
+    marker, so that a marker from an older coordinator is still refused."""
+    log = PartitionLog(str(tmp_path / "t-0"), LogConfig(), now_ms=0)
+    append(log, _idempotent(3, 0, 2), now_ms=0)
+    append(log, build_marker_batch(3, 0, True, 7, 0), now_ms=0)
+    append(log, build_marker_batch(5, 0, False, 4, 0), now_ms=0)
+    loaded, _ = load_producer_state(log)
+    assert {pid: coordinator for pid, _, _, _, coordinator, _ in loaded.describe()} == {3: 7, 5: 4}
+    log.close()
