@@ -10,12 +10,17 @@ Behavior:
   epoch starts past the high watermark (just elected, not caught up) answers
   OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before) to consumers.
 - -3 (max timestamp, KIP-734): the first record carrying the largest timestamp
-  in the log, with that timestamp; none below the high watermark: -1, -1.
+  in the log, with that timestamp; none below the high watermark (for
+  read_committed: the last stable offset): -1, -1.
 - -5 (latest tiered, KIP-1005): no tiered storage here, so offset -1, as Kafka
   answers when remote storage is off.
 - Any other timestamp >= 0: the first offset whose timestamp is >= it, with that
-  timestamp, from the time index; none below the high watermark: -1, -1.
-  Another negative timestamp: INVALID_REQUEST.
+  timestamp, from the time index; none below the high watermark (for
+  read_committed: the last stable offset): -1, -1. Another negative
+  timestamp: INVALID_REQUEST.
+- A leader not caught up (above) answers consumers OFFSET_NOT_AVAILABLE also
+  for -3 and timestamps that find nothing readable, as Kafka's
+  fetchOffsetForTimestamp; earliest is answered.
 - v4+ current_leader_epoch older than the partition's: FENCED_LEADER_EPOCH;
   newer: UNKNOWN_LEADER_EPOCH.
 - Unknown topic or partition: UNKNOWN_TOPIC_OR_PARTITION; not the leader:
@@ -62,14 +67,13 @@ def _lookup(ctx: RequestContext, req: Any, topic: str, p: Any) -> tuple[int, int
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         start = plog.log_start_offset
         return -1, start, epochs.epoch_for_offset(start)
+    consumer = req.replica_id < 0
+    committed = consumer and ctx.version >= 2 and req.isolation_level == 1
     if timestamp == LATEST:
-        if req.replica_id >= 0:
+        if not consumer:
             return -1, plog.log_end_offset, part.leader_epoch
-        entries = epochs.entries
-        if entries and entries[-1][1] > plog.high_watermark:
-            code = ErrorCode.OFFSET_NOT_AVAILABLE if ctx.version >= 5 else ErrorCode.LEADER_NOT_AVAILABLE
-            raise KafkaError("the new leader has not caught up with the high watermark yet", code)
-        if ctx.version >= 2 and req.isolation_level == 1:
+        _not_caught_up(ctx, plog)
+        if committed:
             return -1, last_stable_offset(part), part.leader_epoch
         return -1, plog.high_watermark, part.leader_epoch
     if timestamp == LATEST_TIERED:
@@ -80,10 +84,22 @@ def _lookup(ctx: RequestContext, req: Any, topic: str, p: Any) -> tuple[int, int
         raise KafkaError(f"invalid timestamp {timestamp}", ErrorCode.INVALID_REQUEST)
     else:
         found = plog.offset_for_timestamp(timestamp)
-    if found is None:
+    # found below the HW; read_committed consumers also only below the LSO
+    if found is None or (committed and found[0] >= last_stable_offset(part)):
+        if consumer:
+            _not_caught_up(ctx, plog)
         return _NOTHING
     offset, ts = found
     return ts, offset, epochs.epoch_for_offset(offset)
+
+
+def _not_caught_up(ctx: RequestContext, plog: Any) -> None:
+    """A leader whose epoch starts past its high watermark (just elected, HW not caught up) cannot
+    tell a consumer what is readable: OFFSET_NOT_AVAILABLE (v5+; LEADER_NOT_AVAILABLE before)."""
+    entries = plog.leader_epochs.entries
+    if entries and entries[-1][1] > plog.high_watermark:
+        code = ErrorCode.OFFSET_NOT_AVAILABLE if ctx.version >= 5 else ErrorCode.LEADER_NOT_AVAILABLE
+        raise KafkaError("the new leader has not caught up with the high watermark yet", code)
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:

@@ -305,3 +305,32 @@ def test_send_offsets_to_transaction(kbroker: BrokerProcess) -> None:
     consumer.close()
     out = read_all(kbroker.bootstrap, "read_committed", 4, (TOPICS[2],))
     assert sorted(out) == sorted(f"IN-{i}".encode() for i in range(4))
+
+
+def test_list_offsets_by_time_read_committed_stops_at_the_lso(kbroker: BrokerProcess) -> None:
+    """A read_committed ListOffsets by timestamp (or -3, the largest one) does not point into an
+    open transaction: Kafka looks below the LSO for it, read_uncommitted below the HW."""
+    from tests.wire import RawClient
+
+    def lookup(client: RawClient, isolation: int, timestamp: int) -> int:
+        body = {
+            "replica_id": -1,
+            "isolation_level": isolation,
+            "topics": [{"name": TOPICS[0], "partitions": [{"partition_index": 0, "timestamp": timestamp}]}],
+        }
+        return client.request(2, 8, body).topics[0].partitions[0].offset
+
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": kbroker.bootstrap, "transactional.id": "by-time"}
+    )
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    later = int(time.time() * 1000) + 3_600_000  # the largest timestamp, the marker's included
+    producer.produce(TOPICS[0], b"open", partition=0, timestamp=later)
+    producer.flush(30)
+    with RawClient(kbroker.port) as client:
+        assert [lookup(client, 0, t) for t in (later - 1, -3)] == [0, 0]
+        assert [lookup(client, 1, t) for t in (later - 1, -3)] == [-1, -1]
+        producer.commit_transaction(30)
+        wait_for(lambda: lookup(client, 1, later - 1) == 0, 10, "the committed record")
+        assert lookup(client, 1, -3) == 0
