@@ -9,6 +9,8 @@ Behavior:
   INVALID_REPLICA_ASSIGNMENT;
   topic configs by their topic-level names: INVALID_CONFIG; existing topic:
   TOPIC_ALREADY_EXISTS; the same name twice in one request: INVALID_REQUEST.
+  The name is checked first (illegal, then existing), as Kafka does, so a
+  topic that exists answers TOPIC_ALREADY_EXISTS whatever else is asked.
 - validate_only checks everything and creates nothing.
 - v5+: a topic that is (or, with validate_only, would be) created is answered
   with its partition count, replication factor and every topic config with
@@ -41,6 +43,7 @@ from broker.security.acls import AclOperation, ResourceType
 from broker.security.quotas import MutationQuota
 from broker.topic_results import per_topic
 from protocol.errors import ErrorCode, KafkaError
+from storage import naming
 
 API_KEY = 19
 STRICT_QUOTA_SINCE = 6  # controller_mutation_rate refuses topics from v6 (KIP-599)
@@ -49,6 +52,13 @@ STRICT_QUOTA_SINCE = 6  # controller_mutation_rate refuses topics from v6 (KIP-5
 def _create(ctx: RequestContext, t: Any, validate_only: bool, quota: MutationQuota | None) -> dict[str, Any]:
     """Create (or validate) one topic; what v5+ reports about it."""
     broker = ctx.broker
+    # the name first, as Kafka: "create if missing" callers rely on TOPIC_ALREADY_EXISTS whatever
+    # else the request says
+    error = naming.topic_name_error(t.name)
+    if error is not None:
+        raise KafkaError(error, ErrorCode.INVALID_TOPIC_EXCEPTION)
+    if broker.cluster.topic(t.name) is not None:
+        raise KafkaError(f"topic {t.name!r} already exists", ErrorCode.TOPIC_ALREADY_EXISTS)
     live = {b.node_id for b in broker.cluster.brokers()}
     partitions = t.num_partitions
     assignment: dict[int, list[int]] | None = None

@@ -3,7 +3,8 @@
 Behavior:
 - Topic resources (type 2): every topic-level config with its effective value,
   source 1 (set on the topic), 4 (from the broker's properties/env/flags) or 5
-  (default); null configuration_keys means all; unknown names are left out.
+  (default); null or empty configuration_keys means all (Kafka's ConfigHelper);
+  unknown names are left out.
   Synonyms (include_synonyms) list the topic override and the broker key behind it.
 - Broker resources (type 4, name "" or this node id): the broker's static
   configuration, read-only.
@@ -63,7 +64,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     docs = ctx.version >= 3 and req.include_documentation
     results = []
     for r in req.resources:
-        keys = None if r.configuration_keys is None else list(r.configuration_keys)
+        keys = list(r.configuration_keys) if r.configuration_keys else None  # null or empty: all, as Kafka
         code, message, configs = 0, None, []
         try:
             refused = denial(ctx, AclOperation.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)

@@ -11,7 +11,11 @@ Behavior:
 - By name: a requested topic that does not exist is created with
   num.partitions when auto.create.topics.enable is on and the request allows
   it (v4+ allow_auto_topic_creation; always allowed before v4), else
-  UNKNOWN_TOPIC_OR_PARTITION. An illegal name: INVALID_TOPIC_EXCEPTION.
+  UNKNOWN_TOPIC_OR_PARTITION. An illegal name: INVALID_TOPIC_EXCEPTION (with
+  or without auto-creation, as Kafka). `__transaction_state` is created as
+  the transaction coordinator creates it, `__consumer_offsets` only by the
+  broker; until a new topic has leaders here: LEADER_NOT_AVAILABLE (also when
+  another broker created it at the same moment).
 - By ID (v12+, a non-zero topic_id): known IDs are described under their
   names, an unknown one answers UNKNOWN_TOPIC_ID with a null name; as in
   Kafka, once any topic is asked for by ID the names in the request are not
@@ -44,9 +48,12 @@ from broker.authorized_operations import denied, unrestricted
 from broker.cluster import TopicState
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
+from broker.groups.store import OFFSETS_TOPIC
 from broker.security.acls import AclOperation, ResourceType
+from broker.txn.log import TXN_TOPIC
 from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
+from storage import naming
 
 API_KEY = 3
 # Answers that describe no topic, so carry no authorized operations (Kafka leaves them INT32_MIN).
@@ -105,12 +112,20 @@ def _by_name(ctx: RequestContext, name: str, allow_create: bool) -> dict[str, An
     cluster = broker.cluster
     state = cluster.topic(name)
     if state is None:
+        if naming.topic_name_error(name) is not None:
+            return _error_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
         if not allow_create:
             return _error_topic(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         try:
-            broker.admin.create_topic(name, int(broker.config["num.partitions"]))
+            if name == TXN_TOPIC:  # internal topics get their own layout and configs
+                broker.transactions.ensure_topic()
+            elif name == OFFSETS_TOPIC:
+                pass  # created by the broker (the controller, in a cluster) once it can be
+            else:
+                broker.admin.create_topic(name, int(broker.config["num.partitions"]))
         except KafkaError as exc:
-            return _error_topic(name, exc.code if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS else 0)
+            if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:  # another broker got there first: below
+                return _error_topic(name, exc.code)
         state = cluster.topic(name)
         if state is None:  # created, but not yet known here (another broker's controller)
             return _error_topic(name, ErrorCode.LEADER_NOT_AVAILABLE)

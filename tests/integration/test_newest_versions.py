@@ -270,6 +270,9 @@ def test_describe_configs_v0_to_v4(broker: BrokerProcess) -> None:
         ] == [(5, 1), (7, 5), (6, 5)]
         assert [s.name for s in v4["retention.ms"].synonyms] == ["retention.ms"]
         assert v4["retention.ms"].documentation and described(3)["retention.ms"].documentation is None
+        everything = {"resources": [{"resource_type": 2, "resource_name": "cfg", "configuration_keys": []}]}
+        listed = c.request(32, 4, {**everything, "include_synonyms": False, "include_documentation": False})
+        assert len(listed.results[0].configs) > 3  # an empty key list asks for all, as a null one
         incremental = {
             "resources": [
                 {

@@ -481,8 +481,12 @@ def test_create_topic_validation(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:
         assert create(c, "ok.topic_1-x", partitions=3).error_code == 0
         assert create(c, "ok.topic_1-x").error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+        # the name comes first: an existing topic asked for with an impossible layout still exists
+        assert create(c, "ok.topic_1-x", rf=3).error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+        assert create(c, "ok.topic_1-x", partitions=0).error_code == ErrorCode.TOPIC_ALREADY_EXISTS
         for bad in ("", ".", "..", "a" * 250, "sp ace", "é"):
             assert create(c, bad).error_code == ErrorCode.INVALID_TOPIC_EXCEPTION, bad
+        assert create(c, "sp ace", rf=3).error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
         assert create(c, "p0", partitions=0).error_code == ErrorCode.INVALID_PARTITIONS
         assert create(c, "rf3", rf=3).error_code == ErrorCode.INVALID_REPLICATION_FACTOR
         assert create(c, "cfg", configs={"segment.bytes": "abc"}).error_code == ErrorCode.INVALID_CONFIG
@@ -507,12 +511,19 @@ def test_metadata_auto_create_and_delete(broker: BrokerProcess) -> None:
         assert c.request(3, 1, {"topics": []}).topics == []
         m = c.request(3, 1, {"topics": [{"name": "bad name"}]})
         assert m.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+        m = c.request(3, 4, {"topics": [{"name": "bad name"}], "allow_auto_topic_creation": False})
+        assert m.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION  # not "unknown": it never can be
+        # an internal topic asked for first by a consumer gets its own layout, not num.partitions
+        m = c.request(3, 4, {"topics": [{"name": "__transaction_state"}], "allow_auto_topic_creation": True})
+        assert (m.topics[0].error_code, m.topics[0].is_internal, len(m.topics[0].partitions)) == (0, True, 50)
         produce(c, "auto", batch(b"x"))
         resp = c.request(20, 3, {"topic_names": ["auto", "never"], "timeout_ms": 1000})
         assert [r.error_code for r in resp.responses] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
         assert not (broker.data_dir / "auto-0").exists()
         left = c.request(3, 5, {"topics": None, "allow_auto_topic_creation": False}).topics
         assert [t.name for t in left if not t.is_internal] == []
+        found = c.request(10, 3, {"key": "txn", "key_type": 1})
+        assert found.error_code == 0  # the transaction coordinator works on the topic Metadata created
 
 
 def test_log_append_time_topic(broker: BrokerProcess) -> None:
