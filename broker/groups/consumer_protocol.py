@@ -188,8 +188,12 @@ class ConsumerProtocol:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if req.owned is None or req.owned:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not req.subscribed_topic_names and not req.subscribed_topic_regex:
-                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+            # an empty list of names (or an empty regex) joins with no topics, as Kafka 4 allows: a
+            # consumer subscribed to a pattern nothing matches yet
+            if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+                raise invalid(
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."
+                )
         elif epoch == STATIC_LEAVE_EPOCH:
             if not req.member_id:
                 raise invalid("MemberId can't be empty.")
@@ -267,7 +271,9 @@ class ConsumerProtocol:
         bump = False
         if is_new or changes:
             records.append(member_record(group.group_id, updated))
-            bump = is_new or "subscribed_topic_names" in changes or "subscribed_topic_regex" in changes
+            # only a subscription that changes moves the group to a new epoch (Kafka's
+            # hasMemberSubscriptionChanged): a static member coming back with its old one does not
+            bump = "subscribed_topic_names" in changes or "subscribed_topic_regex" in changes
             cg.set_member(updated)
         topics = self.topics()
         # the metadata follows from the members' subscriptions and the topics: unchanged when
@@ -585,10 +591,13 @@ class ConsumerProtocol:
         )
 
     def arm_loaded(self, group: Group) -> None:
-        """Members replayed from the log get a full session to come back."""
+        """Members replayed from the log get a full session to come back; those that still have to
+        revoke partitions also a rebalance timeout to do it in (Kafka's onLoaded)."""
         assert group.consumer is not None
-        for member_id in group.consumer.members:
+        for member_id, member in group.consumer.members.items():
             self._arm_session(group, member_id)
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                self._arm_rebalance(group, member)
 
 
 def _metadata_changes(member: ConsumerMember, req: Heartbeat) -> dict[str, Any]:

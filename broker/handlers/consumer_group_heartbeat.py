@@ -11,14 +11,17 @@ Behavior (see `broker.groups.consumer_protocol` for the coordinator's rules):
   FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID,
   GROUP_MAX_SIZE_REACHED; NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS as
   the other group APIs.
-Version notes: v1 adds subscribed_topic_regex (answered INVALID_REQUEST: regular
-  expressions are not served yet) and has the client generate the member id
+Version notes: v1 adds subscribed_topic_regex (a regular expression matched in
+  full against the topic names, internal topics left out; an invalid one is
+  INVALID_REGULAR_EXPRESSION) and has the client generate the member id
   (Kafka 4.0 made v1 stable).
 - Authorization (with an authorizer configured), as KafkaApis (Kafka 4,
   KAFKA-18813): READ on the group, else GROUP_AUTHORIZATION_FAILED; then, when
   the request lists subscribed topic names, DESCRIBE on every one of them,
   else TOPIC_AUTHORIZATION_FAILED (the heartbeat is not processed).
-Leaves out: throttling; subscription by regular expression.
+Leaves out: throttling; Kafka matches regular expressions with RE2/J, here with
+  Python's `re` (the common syntax is the same), and leaves out the topics a
+  principal may not DESCRIBE from what a regex matches, which is not done here.
 """
 
 from __future__ import annotations

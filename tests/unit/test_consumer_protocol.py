@@ -228,6 +228,48 @@ def test_state_survives_a_reload_in_kafkas_formats() -> None:
     assert b.member_epoch == 2
 
 
+def test_a_reloaded_member_that_does_not_revoke_is_fenced_after_its_rebalance_timeout() -> None:
+    c, clock, log = coordinator(t1=4)
+    a = beat(c, clock, "a", 0, subscribe=("t1",))
+    beat(c, clock, "b", 0, subscribe=("t1",))  # a must now give two partitions up
+    a = beat(c, clock, "a", a.member_epoch, owned=a.assignment)
+    c2, _, _ = make(clock=clock, log=log)  # another coordinator takes the group over
+    view = topics(t1=4)
+    c2.consumer.topics = lambda: view
+    held = c2.group("g").consumer.members["a"]
+    assert held.state is MemberState.UNREVOKED_PARTITIONS
+    owned = {T1: frozenset(range(4))}  # a keeps heartbeating without revoking anything
+    for _ in range(7):
+        clock.advance(5_000)
+        beat(c2, clock, "a", held.member_epoch, owned=owned)
+    assert "a" not in c2.group("g").consumer.members  # 30 s rebalance timeout, as before the move
+
+
+def test_joining_with_no_topics_yet_is_allowed_and_null_is_not() -> None:
+    c, clock, _ = coordinator(t1=2)
+    r = beat(c, clock, "a", 0, subscribe=())
+    assert (r.error, count(r.assignment)) == (ErrorCode.NONE, 0)
+    bad = beat(c, clock, "b", 0)
+    assert (bad.error, bad.message) == (
+        ErrorCode.INVALID_REQUEST,
+        "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+    )
+
+
+def test_a_static_member_coming_back_leaves_the_group_epoch_alone() -> None:
+    c, clock, _ = coordinator(t1=4)
+    a = beat(c, clock, "a", 0, subscribe=("t1",), instance="i-a")
+    b = beat(c, clock, "b", 0, subscribe=("t1",), instance="i-b")
+    for _ in range(3):
+        a = beat(c, clock, "a", a.member_epoch, owned=a.assignment, instance="i-a")
+        b = beat(c, clock, "b", b.member_epoch, owned=b.assignment or {}, instance="i-b")
+    epoch = c.group("g").consumer.group_epoch
+    beat(c, clock, "b", -2, instance="i-b")
+    b2 = beat(c, clock, "b2", 0, subscribe=("t1",), instance="i-b")
+    assert (b2.error, c.group("g").consumer.group_epoch) == (ErrorCode.NONE, epoch)
+    assert c.group("g").consumer.state() == "Stable"  # nobody else had to move
+
+
 def test_delete_empty_consumer_group_writes_tombstones() -> None:
     c, clock, log = coordinator(t1=1)
     beat(c, clock, "a", 0, subscribe=("t1",))
