@@ -281,7 +281,11 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         elif not group.supports_protocols(req.protocol_type, {name for name, _ in req.protocols}):
             callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
         elif member_id in group.pending_members:
-            self._add_member_and_rebalance(group, member_id, req, callback)
+            if len(group.members) >= self.config.max_group_size:  # as for an unknown member
+                group.pending_members.pop(member_id).cancel()
+                callback(JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, member_id))
+            else:
+                self._add_member_and_rebalance(group, member_id, req, callback)
         elif group.is_static_member_fenced(member_id, req.group_instance_id):
             callback(JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id))
         elif member_id not in group.members or (
@@ -333,7 +337,9 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
             req.protocols,
             is_new=True,
         )
-        if group.is_(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
+        # a rebalance out of Empty waits for more members whatever the generation (Kafka's
+        # previousState() == EMPTY), so a fleet restarting slowly forms one generation, not many
+        if group.is_(GroupState.PREPARING_REBALANCE) and group.initial_join:
             group.new_member_added = True
         group.add(member, callback)
         self._touch(group, member)
@@ -395,12 +401,20 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
             protocol = group.protocol_name or ""
 
             def stored(code: ErrorCode) -> None:
-                # The old leader id goes back (even if it was this member's old id), so a rejoining
-                # leader does not compute an assignment that a Stable group would not distribute.
-                if code == ErrorCode.NONE:
-                    result = JoinResult(ErrorCode.NONE, new_id, generation, protocol, current_leader or "")
-                else:
+                # v9+ (KIP-814): a rejoining leader is told it leads, with the members, and to skip
+                # the assignment (the group keeps the current one), so it still watches every topic
+                # the group subscribes to. Before v9 the old leader id goes back (even if it was this
+                # member's old id), so the leader does not compute an assignment nobody would get.
+                if code != ErrorCode.NONE:
                     result = JoinResult(group_store_error(code), new_id)
+                elif req.skip_assignment_supported:
+                    leads = group.leader_id == new_id
+                    members = group.current_member_metadata() if leads else ()
+                    result = JoinResult(
+                        ErrorCode.NONE, new_id, generation, protocol, group.leader_id or "", members, leads
+                    )
+                else:
+                    result = JoinResult(ErrorCode.NONE, new_id, generation, protocol, current_leader or "")
                 self._invoke_join(member, result)
 
             self._store_group(group, {m.member_id: m.assignment for m in group.members.values()}, stored)
@@ -516,7 +530,11 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         group_instance_id: str | None,
         assignments: dict[str, bytes],
         callback: SyncCallback,
+        protocol: tuple[str | None, str | None] = (None, None),
     ) -> None:
+        """``protocol``: the (type, name) a v5+ request names; a member and generation that check out
+        but a type or name that differs from the group's (both set) is INCONSISTENT_GROUP_PROTOCOL,
+        in Kafka's order: member, then generation, then protocol."""
         error = self._check(group_id)
         if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             error = ErrorCode.REBALANCE_IN_PROGRESS  # the rebalance state was lost: rejoin
@@ -526,6 +544,10 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
                 error = ErrorCode.UNKNOWN_MEMBER_ID
             else:
                 error = self._validate_member(group, generation_id, member_id, group_instance_id)
+                if error is None and (
+                    _differs(protocol[0], group.protocol_type) or _differs(protocol[1], group.protocol_name)
+                ):
+                    error = ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         if error is not None or group is None:
             callback(SyncResult(error or ErrorCode.UNKNOWN_MEMBER_ID))
             return
@@ -922,3 +944,8 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         callback, member.sync_callback = member.sync_callback, None
         if callback is not None:
             callback(result)
+
+
+def _differs(asked: str | None, current: str | None) -> bool:
+    """Kafka's isProtocolInconsistent: both known and not equal."""
+    return asked is not None and current is not None and asked != current

@@ -69,6 +69,7 @@ class JoinResult:
     protocol_name: str = ""
     leader_id: str = ""
     members: tuple[JoinMember, ...] = ()
+    skip_assignment: bool = False  # v9+: the leader of a Stable group it rejoined (KIP-814)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,7 @@ class JoinRequest:
     protocols: Protocols
     require_known_member_id: bool = False
     reason: str | None = None
+    skip_assignment_supported: bool = False  # v9+
 
 
 @dataclass(frozen=True, slots=True)

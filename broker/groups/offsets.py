@@ -275,8 +275,12 @@ class GroupOffsets:
         if group.protocol_name is None:
             return None
         topics: set[str] = set()
+        chosen = group.protocol_name
         for member in group.members.values():
-            found = subscribed_topics(member.metadata(group.protocol_name or ""))
+            metadata = next((data for name, data in member.protocols if name == chosen), None)
+            if metadata is None:
+                continue  # joined the coming generation with other protocols: not subscribed in this one
+            found = subscribed_topics(metadata)
             if found is None:
                 return None
             topics |= found

@@ -17,8 +17,9 @@ Version notes: v0 has no rebalance timeout (the session timeout is used);
   group_instance_id (static membership; FENCED_INSTANCE_ID for a duplicate);
   v6 is flexible; v7 answers the group's protocol_type (null on errors); v8
   adds the member's reason (KIP-800), logged with the rebalance it causes; v9
-  answers skip_assignment, always false here (only a consumer-protocol group
-  being upgraded would set it).
+  answers skip_assignment: a static leader rejoining a Stable group under a new
+  member id is told it leads, with the members, and to skip the assignment
+  (KIP-814; before v9 it is answered with the old leader id and no members).
 - Authorization (with an authorizer configured), as KafkaApis: READ on the
   group, else GROUP_AUTHORIZATION_FAILED and nothing else happens.
 Leaves out: throttling; GROUP_MAX_SIZE_REACHED shedding of
@@ -58,6 +59,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
         protocols=tuple((p.name, bytes(p.metadata)) for p in req.protocols),
         require_known_member_id=version >= 4 and (version < 5 or req.group_instance_id is None),
         reason=req.reason if version >= 8 else None,
+        skip_assignment_supported=version >= 9,
     )
 
     def respond(result: JoinResult) -> dict[str, Any]:
@@ -66,7 +68,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
             "error_code": result.error,
             "generation_id": result.generation_id,
             "protocol_type": None if result.error else req.protocol_type,
-            "skip_assignment": False,
+            "skip_assignment": result.skip_assignment,
             "protocol_name": result.protocol_name,
             "leader": result.leader_id,
             "member_id": result.member_id,

@@ -10,7 +10,9 @@ Behavior:
   ILLEGAL_GENERATION, a rebalance started meanwhile REBALANCE_IN_PROGRESS,
   another member id for a static instance FENCED_INSTANCE_ID.
 - v5: a protocol_type or protocol_name that differs from the group's answers
-  INCONSISTENT_GROUP_PROTOCOL (null skips the check); answers carry the group's
+  INCONSISTENT_GROUP_PROTOCOL (null on either side skips the check), after the
+  member and generation checks, as Kafka orders them (a stale member is told
+  to rejoin, not that its protocol is wrong); answers carry the group's
   protocol type and name.
 Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds group_instance_id; v4 is
   flexible; v5 adds protocol_type and protocol_name.
@@ -42,12 +44,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     group = ctx.broker.groups.group(req.group_id)
     protocol_type = group.protocol_type if group is not None else None
     protocol_name = group.protocol_name if group is not None else None
-    if (
-        ctx.version >= 5
-        and group is not None
-        and (req.protocol_type not in (None, protocol_type) or req.protocol_name not in (None, protocol_name))
-    ):
-        return {"error_code": ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "assignment": b""}
+    asked = (req.protocol_type, req.protocol_name) if ctx.version >= 5 else (None, None)
 
     def respond(result: SyncResult) -> dict[str, Any]:
         return {
@@ -60,7 +57,7 @@ def handle(ctx: RequestContext, req: Any) -> Any:
 
     return deferred(
         lambda cb: ctx.broker.groups.sync_group(
-            req.group_id, req.generation_id, req.member_id, instance, assignments, cb
+            req.group_id, req.generation_id, req.member_id, instance, assignments, cb, asked
         ),
         respond,
     )

@@ -174,6 +174,10 @@ def test_flexible_versions_of_the_group_apis(gbroker: BrokerProcess) -> None:
             },
         )
         assert wrong.error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        stale = c.request(
+            14, 5, {**sync_body("flex", 7, member, {}), "protocol_type": "connect", "protocol_name": None}
+        )
+        assert stale.error_code == E.ILLEGAL_GENERATION  # the generation is checked before the protocol
         synced = c.request(
             14,
             5,

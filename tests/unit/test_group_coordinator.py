@@ -7,10 +7,12 @@ import pytest
 from broker.groups.clock import FakeClock
 from broker.groups.coordinator import NEW_MEMBER_JOIN_TIMEOUT_MS, CoordinatorConfig, GroupCoordinator
 from broker.groups.hashing import partition_for
-from broker.groups.model import GroupState, JoinResult
+from broker.groups.model import GroupState, JoinRequest, JoinResult
 from broker.groups.records import GroupKey, OffsetKey, decode_group_value, decode_key
 from protocol.errors import ErrorCode
 from tests.unit.group_support import (
+    RANGE,
+    Box,
     MemoryOffsetsLog,
     commit,
     join,
@@ -412,6 +414,50 @@ def test_static_leader_restart_is_told_the_old_leader_id() -> None:
     assert g is not None and g.leader_id == result.member_id
 
 
+def test_static_leader_restart_v9_is_told_it_leads_and_to_skip_the_assignment() -> None:
+    """KIP-814: a v9 client learns it is the leader again (so it watches the group's topics) and
+    gets the members, but keeps the current assignment."""
+    c, clock, _ = make()
+    boxes = [join(c, client_id=f"c{i}", instance=f"i{i}") for i in range(2)]
+    clock.advance(c.config.initial_rebalance_delay_ms * 3)
+    first = [joined(b) for b in boxes]
+    leader = next(r for r in first if r.members)
+    for r in first:
+        sync(c, r, {m.member_id: b"p" for m in leader.members} if r is leader else {})
+    clock.run_due()
+    instance = "i0" if leader is first[0] else "i1"
+    box = Box()
+    c.join_group(
+        JoinRequest(
+            "g",
+            "",
+            instance,
+            "c",
+            "/127.0.0.1",
+            10_000,
+            30_000,
+            "consumer",
+            RANGE,
+            False,
+            skip_assignment_supported=True,
+        ),
+        box,
+    )
+    clock.run_due()
+    result = joined(box)
+    assert (result.leader_id, result.skip_assignment, len(result.members)) == (result.member_id, True, 2)
+    assert state(c) is GroupState.STABLE
+
+
+def test_group_max_size_holds_for_members_coming_back_with_their_new_id() -> None:
+    c, clock, _ = make(max_group_size=2)
+    required = [joined(join(c, require_known=True)) for _ in range(3)]
+    assert {r.error for r in required} == {E.MEMBER_ID_REQUIRED}
+    admitted = [join(c, member_id=r.member_id, require_known=True) for r in required]
+    clock.advance(10_000)
+    assert sorted(joined(b).error for b in admitted) == [E.NONE, E.NONE, E.GROUP_MAX_SIZE_REACHED]
+
+
 def test_static_member_rejoining_while_completing_rebalance_restarts_the_rebalance() -> None:
     c, clock, _ = make()
     a = join(c, instance="a")
@@ -676,3 +722,23 @@ def test_records_go_to_the_groups_partition(partitions: int) -> None:
     for group in groups:
         commit(c, {("t", 0): 1}, group=group)
     assert {p for p, recs in log.partitions.items() if recs} == {partition_for(g, partitions) for g in groups}
+
+
+def test_offset_delete_while_a_member_rejoins_with_other_protocols() -> None:
+    """A member that rejoins a rebalance without the group's current protocol does not make
+    OffsetDelete fail; the current generation's subscriptions still count."""
+    from client.assignors import encode_subscription
+
+    c, clock, _ = make()
+    both = (("range", encode_subscription(["t"])), ("roundrobin", encode_subscription(["t", "u"])))
+    results = stable_group(c, clock, n=2, protocols=both)
+    box = commit(c, {("t", 0): 5, ("gone", 0): 7}, generation=1, member_id=results[0].member_id)
+    clock.run_due()
+    join(c, member_id=results[0].member_id, protocols=both[1:])  # the rebalance waits for the other
+    assert state(c) is GroupState.PREPARING_REBALANCE
+    answers = Box()
+    c.delete_offsets("g", [("t", 0), ("gone", 0)], lambda code, codes: answers((code, codes)))
+    clock.run_due()
+    code, codes = answers.value  # type: ignore[misc]
+    assert (code, codes) == (E.NONE, {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("gone", 0): E.NONE})
+    assert box.value == {("t", 0): E.NONE, ("gone", 0): E.NONE}
