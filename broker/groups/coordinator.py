@@ -184,6 +184,9 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         if group.join_timer is not None:
             group.join_timer.cancel()
             group.join_timer = None
+        if group.sync_timer is not None:
+            group.sync_timer.cancel()
+            group.sync_timer = None
         for handle in group.pending_members.values():
             handle.cancel()
         if group.consumer is not None:
@@ -436,6 +439,10 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
             self._prepare_rebalance(group, reason)
 
     def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.sync_timer is not None:
+            group.sync_timer.cancel()
+            group.sync_timer = None
+        group.pending_sync = set()
         if group.is_(GroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         if group.join_timer is not None:
@@ -515,6 +522,7 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
                 self._invoke_join(member, self._join_result(group, member))
                 member.is_new = False
                 self._touch(group, member)
+            self._await_syncs(group)
         else:
             group.protocol_name = None
             group.transition_to(GroupState.EMPTY, now)
@@ -522,6 +530,32 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
             self._store_group(group, {}, None)
 
     # -- SyncGroup ---------------------------------------------------------------------------
+    def _await_syncs(self, group: Group) -> None:
+        """Every member of the new generation has a rebalance timeout to send SyncGroup; those that
+        do not are removed and the group rebalances (Kafka's pending sync expiry), so followers
+        do not wait for ever on a leader that heartbeats but never assigns."""
+        if group.sync_timer is not None:
+            group.sync_timer.cancel()
+        group.pending_sync = set(group.members)
+        generation = group.generation_id
+        group.sync_timer = self._clock.call_later(
+            group.rebalance_timeout_ms, lambda: self._expire_pending_sync(group, generation)
+        )
+
+    def _expire_pending_sync(self, group: Group, generation: int) -> None:
+        group.sync_timer = None
+        if self.closed or group.generation_id != generation or not group.pending_sync:
+            return
+        if group.state not in (GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+            return
+        late = sorted(group.pending_sync)
+        group.pending_sync = set()
+        for member_id in late:
+            member = group.members.get(member_id)
+            if member is not None:
+                self._remove_member(group, member)
+        self._prepare_rebalance(group, f"removing {late}: no SyncGroup within the rebalance timeout")
+
     def sync_group(
         self,
         group_id: str,
@@ -558,9 +592,11 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         elif state is GroupState.PREPARING_REBALANCE:
             callback(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         elif state is GroupState.STABLE:
+            group.pending_sync.discard(member_id)
             callback(SyncResult(ErrorCode.NONE, member.assignment))
             self._touch(group, member)
         else:  # CompletingRebalance
+            group.pending_sync.discard(member_id)
             if member.sync_callback is not None:
                 self._invoke_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
             member.sync_callback = callback

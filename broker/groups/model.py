@@ -206,6 +206,9 @@ class Group:
     new_member_added: bool = False
     initial_join: bool = False  # the pending join is Kafka's InitialDelayedJoin
     join_timer: TimerHandle | None = None
+    # members of this generation that have not sent SyncGroup yet, and the timer that drops them
+    pending_sync: set[str] = field(default_factory=set)
+    sync_timer: TimerHandle | None = None
     consumer: ConsumerGroup | None = None  # set while the group uses the consumer protocol (KIP-848)
 
     def is_(self, state: GroupState) -> bool:

@@ -742,3 +742,22 @@ def test_offset_delete_while_a_member_rejoins_with_other_protocols() -> None:
     code, codes = answers.value  # type: ignore[misc]
     assert (code, codes) == (E.NONE, {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("gone", 0): E.NONE})
     assert box.value == {("t", 0): E.NONE, ("gone", 0): E.NONE}
+
+
+def test_a_member_that_never_syncs_is_removed_after_the_rebalance_timeout() -> None:
+    """A leader that heartbeats but never sends SyncGroup does not hold its followers for ever."""
+    c, clock, _ = make()
+    boxes = [join(c, client_id=f"c{i}", rebalance=20_000) for i in range(2)]
+    clock.advance(SETTLE)
+    first = [joined(b) for b in boxes]
+    leader = next(r for r in first if r.members)
+    follower = next(r for r in first if not r.members)
+    waiting = sync(c, follower)
+    for _ in range(5):  # 25 s of heartbeats from both, and no SyncGroup from the leader
+        clock.advance(5_000)
+        c.heartbeat("g", leader.generation_id, leader.member_id, None)
+        c.heartbeat("g", follower.generation_id, follower.member_id, None)
+    assert synced(waiting).error == E.REBALANCE_IN_PROGRESS
+    g = c.group("g")
+    assert g is not None and leader.member_id not in g.members and follower.member_id in g.members
+    assert c.heartbeat("g", leader.generation_id, leader.member_id, None) == E.UNKNOWN_MEMBER_ID
