@@ -33,7 +33,8 @@ Version notes: v7+ answer session_id 0 (no incremental fetch sessions) and
   below fetch_offset, or the log has only older epochs, the fetcher's log
   diverged: the answer carries diverging_epoch (the largest epoch <= it and
   its end offset) and no records, and a follower's fetch state is not
-  updated; it truncates there and fetches again.
+  updated; it truncates there and fetches again. An epoch newer than any
+  here has no end offset: OFFSET_OUT_OF_RANGE, as Kafka's readRecords.
 - v12+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH come with the leader
   this broker knows of (current_leader); v16+ the response lists the
   addresses of those leaders (node_endpoints), as KIP-951.
@@ -101,6 +102,8 @@ def _diverging(plog: Any, p: Any) -> dict[str, int] | None:
     last_fetched_epoch, which consumers leave at -1)."""
     last_epoch = p.last_fetched_epoch
     epoch, end = plog.leader_epochs.end_offset_for(last_epoch, plog.log_end_offset)
+    if end < 0:  # an epoch newer than any here: nothing to truncate to (Kafka: out of range)
+        raise KafkaError(f"no end offset for epoch {last_epoch}", ErrorCode.OFFSET_OUT_OF_RANGE)
     if epoch < last_epoch or end < p.fetch_offset:
         return {"epoch": epoch, "end_offset": end}
     return None

@@ -119,18 +119,20 @@ def test_long_poll_by_topic_id_wakes_on_append(broker: BrokerProcess) -> None:
 
 
 def test_diverging_epoch(broker: BrokerProcess) -> None:
-    """One broker leads in epoch 0: a fetcher claiming a later epoch, or an offset past the end of
-    epoch 0, has diverged, and is told where epoch 0 ends instead of getting records."""
+    """One broker leads in epoch 0: a fetcher at an offset past the end of epoch 0 has diverged, and
+    is told where epoch 0 ends instead of getting records; one claiming an epoch this log has never
+    had gets OFFSET_OUT_OF_RANGE, as from Kafka (there is no end offset to give for it)."""
     with RawClient(broker.port) as c:
         topic_id = create(c, "t")
         produce(c, 11, "t", batch(b"a", b"b", b"c"))
         agree = fetch(c, 12, "t", topic_id, 1, last_fetched_epoch=0).responses[0].partitions[0]
         assert values(agree.records) == [b"a", b"b", b"c"]  # the whole batch holding offset 1
         assert "diverging_epoch" not in agree or agree.diverging_epoch.epoch == -1
-        for last_epoch, offset in ((3, 2), (0, 5)):
-            p = fetch(c, 13, "t", topic_id, offset, last_fetched_epoch=last_epoch).responses[0].partitions[0]
-            assert (p.error_code, p.high_watermark, bytes(p.records)) == (0, 3, b"")
-            assert (p.diverging_epoch.epoch, p.diverging_epoch.end_offset) == (0, 3)
+        p = fetch(c, 13, "t", topic_id, 5, last_fetched_epoch=0).responses[0].partitions[0]
+        assert (p.error_code, p.high_watermark, bytes(p.records)) == (0, 3, b"")
+        assert (p.diverging_epoch.epoch, p.diverging_epoch.end_offset) == (0, 3)
+        newer = fetch(c, 13, "t", topic_id, 2, last_fetched_epoch=3).responses[0].partitions[0]
+        assert (newer.error_code, bytes(newer.records)) == (E.OFFSET_OUT_OF_RANGE, b"")
 
 
 def test_produce_errors_carry_their_message_from_v8(broker: BrokerProcess) -> None:
