@@ -7,7 +7,7 @@ Behavior:
   1..live brokers: INVALID_REPLICATION_FACTOR; manual assignments must name
   distinct live brokers, as many for every partition:
   INVALID_REPLICA_ASSIGNMENT;
-  topic configs by their topic-level names: INVALID_CONFIG; existing topic:
+  topic configs by their topic-level names, none null: INVALID_CONFIG; existing topic:
   TOPIC_ALREADY_EXISTS; the same name twice in one request: INVALID_REQUEST.
   The name is checked first (illegal, then existing), as Kafka does, so a
   topic that exists answers TOPIC_ALREADY_EXISTS whatever else is asked.
@@ -59,6 +59,11 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool, quota: MutationQuo
         raise KafkaError(error, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if broker.cluster.topic(t.name) is not None:
         raise KafkaError(f"topic {t.name!r} already exists", ErrorCode.TOPIC_ALREADY_EXISTS)
+    nulls = [c.name for c in t.configs if c.value is None]
+    if nulls:
+        raise KafkaError(
+            f"Null value not supported for topic configs: {','.join(nulls)}", ErrorCode.INVALID_CONFIG
+        )
     live = {b.node_id for b in broker.cluster.brokers()}
     partitions = t.num_partitions
     assignment: dict[int, list[int]] | None = None

@@ -286,6 +286,32 @@ def test_describe_configs_v0_to_v4(broker: BrokerProcess) -> None:
         assert c.request(44, 1, incremental).responses[0].error_code == 0
         assert set(described(4)["cleanup.policy"].value.split(",")) == {"delete", "compact"}
 
+        # malformed requests, as Kafka's preprocessing answers them, and nothing changes
+        def answer(api: int, version: int, resources: list[dict[str, Any]]) -> list[tuple[int, str]]:
+            body = {"resources": resources, "validate_only": False}
+            return [(r.error_code, r.error_message) for r in c.request(api, version, body).responses]
+
+        def op(name: str, value: str | None, operation: int = 0) -> dict[str, Any]:
+            return {"name": name, "config_operation": operation, "value": value}
+
+        cfg = {"resource_type": 2, "resource_name": "cfg"}
+        assert answer(33, 2, [{**cfg, "configs": [{"name": "retention.ms", "value": None}]}]) == [
+            (E.INVALID_REQUEST, "Null value not supported for : retention.ms")
+        ]
+        twice = [{"name": "retention.ms", "value": "5"}, {"name": "retention.ms", "value": "6"}]
+        assert answer(33, 2, [{**cfg, "configs": twice}]) == [
+            (E.INVALID_REQUEST, "Error due to duplicate config keys")
+        ]
+        assert answer(44, 1, [{**cfg, "configs": [op("retention.ms", None)]}]) == [
+            (E.INVALID_REQUEST, "Null value not supported for : retention.ms")
+        ]
+        assert (
+            answer(44, 1, [{**cfg, "configs": [op("retention.ms", "7")]}] * 2)
+            == [(E.INVALID_REQUEST, "Each resource must appear at most once.")] * 2
+        )
+        assert answer(44, 1, [{**cfg, "configs": [op("retention.ms", None, 1)]}]) == [(0, None)]  # DELETE
+        assert described(4)["retention.ms"].config_source == 5
+
 
 def test_small_admin_apis_newest_versions(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:

@@ -491,6 +491,7 @@ def test_create_topic_validation(broker: BrokerProcess) -> None:
         assert create(c, "rf3", rf=3).error_code == ErrorCode.INVALID_REPLICATION_FACTOR
         assert create(c, "cfg", configs={"segment.bytes": "abc"}).error_code == ErrorCode.INVALID_CONFIG
         assert create(c, "cfg", configs={"no.such": "1"}).error_code == ErrorCode.INVALID_CONFIG
+        assert create(c, "cfg", configs={"retention.ms": None}).error_code == ErrorCode.INVALID_CONFIG  # type: ignore[dict-item]
         assert create(c, "vo", validate_only=True).error_code == 0
         meta = c.request(3, 5, {"topics": None, "allow_auto_topic_creation": False})
         # __consumer_offsets is listed too (is_internal), as in Kafka
