@@ -10,6 +10,10 @@ Behavior:
   as Kafka 4's controller does.
 - Unknown topic name: UNKNOWN_TOPIC_OR_PARTITION; an internal topic
   (__consumer_offsets): INVALID_REQUEST, the topic stays.
+- In a cluster the controller deletes a topic after the request marks it:
+  the answer waits (up to timeout_ms; 0: it does not wait) until the topic is
+  gone from this broker's view, else REQUEST_TIMED_OUT, as Kafka's
+  DelayedDeleteTopics, so a delete followed by a create of the same name works.
 - Authorization (with an authorizer configured), as KafkaApis: DELETE on each
   topic, else TOPIC_AUTHORIZATION_FAILED (whether or not it exists); a topic
   named by ID that the principal may not even DESCRIBE answers
@@ -25,6 +29,7 @@ Version notes: v1-4 share one layout; v5 adds error_message, v6 topics by ID
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections import Counter
 from typing import Any
@@ -38,6 +43,7 @@ from protocol.errors import ErrorCode, KafkaError
 from protocol.schema import ZERO_UUID
 
 API_KEY = 20
+GONE_POLL_S = 0.05
 STRICT_QUOTA_SINCE = 5  # controller_mutation_rate refuses topics from v5 (KIP-599)
 
 
@@ -99,7 +105,37 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 result["topic_id"] = topic_id
                 results.append(result)
     answer = {"throttle_time_ms": 0, "responses": results}
-    return answer if quota is None else quota.finish(answer)
+    if quota is not None:
+        answer = quota.finish(answer)
+    cluster = ctx.broker.cluster
+    going = [(r, cluster.topic_name(r["topic_id"]) if r["name"] is None else r["name"]) for r in results]
+    going = [
+        (r, name) for r, name in going if r["error_code"] == 0 and name is not None and cluster.topic(name)
+    ]
+    if not going or req.timeout_ms <= 0:
+        return answer
+    return _when_gone(ctx, answer, going, req.timeout_ms)
+
+
+async def _when_gone(
+    ctx: RequestContext, answer: dict[str, Any], going: list[tuple[dict[str, Any], str]], timeout_ms: int
+) -> dict[str, Any]:
+    """Answer once the deleted topics are gone from this broker's view of the cluster (a cluster's
+    controller deletes them after the request marked them), or REQUEST_TIMED_OUT for those still
+    there after ``timeout_ms``, as Kafka's DelayedDeleteTopics: a client that deletes and then
+    creates the same topic does not get TOPIC_ALREADY_EXISTS."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_ms / 1000
+    cluster = ctx.broker.cluster
+    while True:
+        going = [(r, name) for r, name in going if cluster.topic(name) is not None]
+        if not going:
+            return answer
+        if loop.time() >= deadline:
+            for r, _ in going:
+                r.update(error_code=ErrorCode.REQUEST_TIMED_OUT, error_message="deletion still in progress")
+            return answer
+        await asyncio.sleep(GONE_POLL_S)
 
 
 registry.register(API_KEY, 1, 6, handle)

@@ -151,3 +151,15 @@ def test_a_topic_written_without_an_id_gets_one_from_the_controller(cluster: Clu
     sender.send(range(300))
     sender.flush()
     check_exactly_once(sender.acked, read_all(cluster.bootstrap, "legacy", 2))
+
+
+def test_delete_answers_once_the_topic_is_gone_so_it_can_be_created_again(cluster: Cluster) -> None:
+    """DeleteTopics waits for the controller to remove the topic (Kafka's DelayedDeleteTopics):
+    creating the same name right after the answer works, with no TOPIC_ALREADY_EXISTS."""
+    create_topic(cluster.bootstrap, "again", 3, 2)
+    one = cluster.brokers[1].bootstrap
+    admin = AdminClient({"bootstrap.servers": one, "logger": QUIET})
+    for _ in range(3):
+        admin.delete_topics(["again"], operation_timeout=30)["again"].result(40)
+        admin.create_topics([NewTopic("again", 3, 2)], operation_timeout=30)["again"].result(40)
+        wait_for_leaders(one, "again", 3, 2)
