@@ -9,6 +9,12 @@ Behavior:
   a producer opens its transaction on the partition (its records stay above
   the last stable offset until the coordinator's marker closes it); a
   non-transactional batch of a producer inside a transaction is INVALID_TXN_STATE.
+- That first one is verified with the transaction coordinator when it runs on
+  this broker (KIP-890, Kafka's transaction.partition.verification.enable):
+  a partition not in the id's open transaction is INVALID_TXN_STATE ("Partition
+  was not added to the transaction"), another producer id or epoch
+  INVALID_PRODUCER_ID_MAPPING / INVALID_PRODUCER_EPOCH, no transactional_id
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED; nothing is appended.
 - Compacted topics (cleanup.policy has compact): every record needs a key, else
   INVALID_RECORD (batches are decoded for this; other topics are not).
 - The append itself is the replica manager's (`ReplicaManager.append`):
@@ -56,9 +62,11 @@ Version notes: v5+ carry log_start_offset in the response; v3-8 share the
 - Client quotas: the record sets' bytes count against the client's
   producer_byte_rate; over it, the answer carries throttle_time_ms and the
   connection reads nothing for that long (broker/security/quotas.py).
-Leaves out: timestamp-difference validation, per-record validation of
-  compressed batches (batches are stored as sent); closing the connection of
-  an acks=0 request that failed (it is just not answered).
+Leaves out: verifying with a coordinator on another broker (Kafka asks it with
+  AddPartitionsToTxn v4; here such batches are taken as before);
+  timestamp-difference validation, per-record validation of compressed
+  batches (batches are stored as sent); closing the connection of an acks=0
+  request that failed (it is just not answered).
 """
 
 from __future__ import annotations
@@ -140,7 +148,13 @@ def _with_leader_hints(ctx: RequestContext, response: dict[str, Any]) -> dict[st
 
 
 def _append(
-    ctx: RequestContext, topic: str, index: int, records: bytes | memoryview | None, acks: int, now_ms: int
+    ctx: RequestContext,
+    topic: str,
+    index: int,
+    records: bytes | memoryview | None,
+    acks: int,
+    now_ms: int,
+    txn_id: str | None = None,
 ) -> tuple[dict[str, Any], Partition | None, int]:
     """(partition result, the partition if bytes were appended or a duplicate acknowledged, the last offset)."""
     broker = ctx.broker
@@ -164,6 +178,8 @@ def _append(
             raise KafkaError("client-sent control batch", ErrorCode.INVALID_RECORD)
         if h.is_transactional and h.producer_id < 0:
             raise KafkaError("transactional batch with no producer id", ErrorCode.INVALID_RECORD)
+    if headers[0].is_transactional:
+        _verify_transaction(ctx, txn_id, part, headers[0])
     if plog.config.compact:
         check_keys(buf, headers)
     if acks == -1 and len(part.isr) < plog.config.min_insync_replicas:
@@ -179,6 +195,26 @@ def _append(
         index, 0, outcome.base_offset, outcome.log_append_time_ms, outcome.log_start_offset
     )
     return result, part, outcome.last_offset
+
+
+def _verify_transaction(ctx: RequestContext, txn_id: str | None, part: Partition, h: Any) -> None:
+    """The first transactional batch of a producer on a partition (none of its transactions open
+    there yet) is checked with the transaction coordinator when it is on this broker, as Kafka's
+    transaction.partition.verification.enable (KIP-890); later ones were checked by the first."""
+    producers = part.producers
+    if producers is not None and h.producer_id in producers.ongoing:
+        return
+    if txn_id is None:
+        raise KafkaError(
+            "transactional records without a transactional id",
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        )
+    code = ctx.broker.transactions.verify_produce(txn_id, h.producer_id, h.producer_epoch, part.tp)
+    if code == ErrorCode.PRODUCER_FENCED:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH  # Produce's word for it
+    if code is not None:
+        message = "Partition was not added to the transaction" if code == ErrorCode.INVALID_TXN_STATE else ""
+        raise KafkaError(message or code.name, code)
 
 
 _MAGIC_AT = 16
@@ -258,7 +294,9 @@ def handle(ctx: RequestContext, req: Any) -> Any:
                 parts.append(_partition_result(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
                 continue
             try:
-                result, part, last = _append(ctx, topic.name, pd.index, pd.records, acks, now_ms)
+                result, part, last = _append(
+                    ctx, topic.name, pd.index, pd.records, acks, now_ms, req.transactional_id
+                )
             except KafkaError as exc:
                 log.debug("produce %s-%d rejected: %s", topic.name, pd.index, exc)
                 result, part, last = _error_result(ctx, pd.index, exc, topic.name), None, -1

@@ -341,6 +341,27 @@ class TransactionCoordinator:
             for tp in partitions
         }
 
+    def verify_produce(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
+    ) -> ErrorCode | None:
+        """KIP-890 (part 1), for a partition leader on this broker: may the producer's first
+        transactional batch on ``tp`` be written? None: yes, or this broker is not (yet) the id's
+        coordinator and cannot tell; else INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, or
+        INVALID_TXN_STATE when ``tp`` is not in the id's open transaction (a late batch of a
+        transaction that ended would otherwise open one no marker ever closes).
+
+        Unlike verify_only, a transition of the id still being written (AddPartitionsToTxn of
+        other partitions) does not matter: ``tp`` was added durably before the client sent it."""
+        if self._check(transactional_id) is not None:
+            return None
+        txn = self._txns.get(transactional_id)
+        error = self._identity_error(txn, producer_id, producer_epoch)
+        if error is not None or txn is None:
+            return error
+        if txn.state is not TxnState.ONGOING or tp not in txn.partitions:
+            return ErrorCode.INVALID_TXN_STATE
+        return None
+
     # -- EndTxn -------------------------------------------------------------------------------
     async def end_transaction(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool

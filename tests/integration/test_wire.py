@@ -654,3 +654,58 @@ def test_a_fenced_producer_is_told_in_words_its_version_knows(
             return answer.error_code
 
         assert (code(old), code(new)) == (ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED)
+
+
+def test_transactional_batches_need_their_partition_in_the_transaction(broker: BrokerProcess) -> None:
+    """KIP-890: a producer's first transactional batch on a partition is checked with the
+    coordinator; one for a partition never added (or added to a transaction that has ended)
+    would open a transaction on it that no marker ever closes."""
+    with RawClient(broker.port) as c:
+        create(c, "verified", partitions=2)
+        deadline = time.monotonic() + 30
+        while c.request(10, 3, {"key": "v", "key_type": 1}).error_code and time.monotonic() < deadline:
+            time.sleep(0.1)
+        init = c.request(22, 3, {"transactional_id": "v", "transaction_timeout_ms": 60000})
+        pid, epoch = init.producer_id, init.producer_epoch
+
+        def send(partition: int, seq: int, txn_id: str | None = "v") -> Any:
+            records = build_batch(
+                [Record(0, 0, None, b"x")],
+                producer_id=pid,
+                producer_epoch=epoch,
+                base_sequence=seq,
+                is_transactional=True,
+            )
+            body = {
+                "transactional_id": txn_id,
+                "acks": -1,
+                "timeout_ms": 5000,
+                "topic_data": [
+                    {"name": "verified", "partition_data": [{"index": partition, "records": records}]}
+                ],
+            }
+            return c.request(0, 9, body).responses[0].partition_responses[0]
+
+        def add(partition: int) -> int:
+            body = {
+                "v3_and_below_transactional_id": "v",
+                "v3_and_below_producer_id": pid,
+                "v3_and_below_producer_epoch": epoch,
+                "v3_and_below_topics": [{"name": "verified", "partitions": [partition]}],
+            }
+            answer = c.request(24, 3, body)
+            return answer.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+
+        assert send(0, 0).error_code == ErrorCode.INVALID_TXN_STATE  # not added yet
+        assert send(0, 0, None).error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        assert add(0) == 0
+        assert (send(0, 0).error_code, send(0, 1).base_offset) == (0, 1)  # the second needs no check
+        assert send(1, 0).error_code == ErrorCode.INVALID_TXN_STATE  # never added
+        ended = c.request(
+            26, 3, {"transactional_id": "v", "producer_id": pid, "producer_epoch": epoch, "committed": False}
+        )
+        assert ended.error_code == 0
+        # a late batch of the aborted transaction: refused, so it cannot open another one
+        late = send(0, 2)
+        assert late.error_code in (ErrorCode.INVALID_TXN_STATE, ErrorCode.CONCURRENT_TRANSACTIONS), late
+        assert fetch(c, "verified", 0).last_stable_offset == fetch(c, "verified", 0).high_watermark
