@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.broker import Broker
-from broker.config_types import TOPIC_CONFIG_TYPES, UNKNOWN, value_type
+from broker.config_types import LIST, TOPIC_CONFIG_TYPES, UNKNOWN, value_type
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import BROKER_CONFIG_NAMES, LogConfig
 
@@ -23,7 +23,8 @@ SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-LIST_CONFIGS = frozenset({"cleanup.policy"})
+# APPEND and SUBTRACT work on every list-typed topic config, as Kafka (ConfigDef LIST)
+LIST_CONFIGS = frozenset(name for name, (kind, _) in TOPIC_CONFIG_TYPES.items() if kind == LIST)
 
 # topic-level name -> the broker-level name that supplies its default
 _BROKER_SYNONYM = {topic: broker for broker, (topic, scale) in BROKER_CONFIG_NAMES.items() if scale == 1}

@@ -310,6 +310,19 @@ def test_describe_configs_v0_to_v4(broker: BrokerProcess) -> None:
             == [(E.INVALID_REQUEST, "Each resource must appear at most once.")] * 2
         )
         assert answer(44, 1, [{**cfg, "configs": [op("retention.ms", None, 1)]}]) == [(0, None)]  # DELETE
+        # APPEND works on every list config, as in Kafka, not only cleanup.policy
+        for replicas in ("0:0", "1:0"):
+            throttled = op("leader.replication.throttled.replicas", replicas, 2)
+            assert answer(44, 1, [{**cfg, "configs": [throttled]}]) == [(0, None)]
+        keys = {
+            "resource_type": 2,
+            "resource_name": "cfg",
+            "configuration_keys": ["leader.replication.throttled.replicas"],
+        }
+        shown = c.request(
+            32, 4, {"resources": [keys], "include_synonyms": False, "include_documentation": False}
+        )
+        assert shown.results[0].configs[0].value == "0:0,1:0"
         assert described(4)["retention.ms"].config_source == 5
 
 
