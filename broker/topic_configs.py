@@ -26,8 +26,11 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 # APPEND and SUBTRACT work on every list-typed topic config, as Kafka (ConfigDef LIST)
 LIST_CONFIGS = frozenset(name for name, (kind, _) in TOPIC_CONFIG_TYPES.items() if kind == LIST)
 
-# topic-level name -> the broker-level name that supplies its default
-_BROKER_SYNONYM = {topic: broker for broker, (topic, scale) in BROKER_CONFIG_NAMES.items() if scale == 1}
+# topic-level name -> the broker-level names that supply its default, the one that wins first
+# (BROKER_CONFIG_NAMES lists coarse units first: log.retention.ms beats .minutes beats .hours)
+_BROKER_SYNONYMS: dict[str, list[str]] = {}
+for _broker_key, (_topic_key, _) in reversed(BROKER_CONFIG_NAMES.items()):
+    _BROKER_SYNONYMS.setdefault(_topic_key, []).append(_broker_key)
 
 
 def _entry(
@@ -85,15 +88,15 @@ def describe_overrides(
     for key in sorted(values) if keys is None else keys:
         if key not in values:
             continue  # Kafka leaves unknown names out of the answer
-        broker_key = _BROKER_SYNONYM.get(key)
-        static = broker_key is not None and broker.config.sources.get(broker_key, "default") != "default"
+        static = [
+            b for b in _BROKER_SYNONYMS.get(key, ()) if broker.config.sources.get(b, "default") != "default"
+        ]
         chain = []
         if key in overrides:
             chain.append({"name": key, "value": overrides[key], "source": SOURCE_DYNAMIC_TOPIC})
-        if static:
-            chain.append(
-                {"name": broker_key, "value": str(broker.config[broker_key]), "source": SOURCE_STATIC_BROKER}
-            )
+        chain.extend(
+            {"name": b, "value": str(broker.config[b]), "source": SOURCE_STATIC_BROKER} for b in static
+        )
         source = (
             SOURCE_DYNAMIC_TOPIC if key in overrides else SOURCE_STATIC_BROKER if static else SOURCE_DEFAULT
         )

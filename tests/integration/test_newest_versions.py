@@ -385,3 +385,24 @@ def test_small_admin_apis_newest_versions(broker: BrokerProcess) -> None:
         }
         assert c.request(22, 5, half).error_code == E.INVALID_REQUEST
         assert c.request(22, 2, half).error_code == 0  # v2 has no producer id: nothing to check
+
+
+def test_describe_configs_names_the_broker_key_a_value_comes_from(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A topic config whose default comes from a broker key in another unit (log.retention.hours
+    for retention.ms) is reported as from the broker's static config, with that key as synonym."""
+    proc = BrokerProcess(tmp_path / "data", env={"MINIKAFKA_LOG_RETENTION_HOURS": "24"}).start()
+    try:
+        with RawClient(proc.port) as c:
+            create_topic(c, "hours", 1)
+            body = {
+                "resources": [
+                    {"resource_type": 2, "resource_name": "hours", "configuration_keys": ["retention.ms"]}
+                ],
+                "include_synonyms": True,
+                "include_documentation": False,
+            }
+            (entry,) = c.request(32, 4, body).results[0].configs
+            assert (entry.value, entry.config_source) == ("86400000", 4)
+            assert [(s.name, s.value, s.source) for s in entry.synonyms] == [("log.retention.hours", "24", 4)]
+    finally:
+        assert proc.stop() == 0, proc.log()
