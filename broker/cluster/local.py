@@ -140,6 +140,9 @@ class LocalCluster:
             self._lead(part)
         log.info("topic %s now has %d partitions", name, count)
 
+    def deleting(self, name: str) -> bool:
+        return False  # delete_topic deletes at once
+
     def delete_topic(self, name: str) -> None:
         self.logs.delete_topic(name)
         self._topics = self._names = None

@@ -111,6 +111,11 @@ class TopicAdmin(Protocol):
         """Raises `KafkaError` UNKNOWN_TOPIC_OR_PARTITION."""
         ...
 
+    def deleting(self, name: str) -> bool:
+        """Whether a deletion of ``name`` is still under way, so the name cannot be created again
+        yet (a cluster's controller deletes after the request marks the topic)."""
+        ...
+
     def add_partitions(
         self,
         name: str,

@@ -107,14 +107,17 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     answer = {"throttle_time_ms": 0, "responses": results}
     if quota is not None:
         answer = quota.finish(answer)
-    cluster = ctx.broker.cluster
-    going = [(r, cluster.topic_name(r["topic_id"]) if r["name"] is None else r["name"]) for r in results]
-    going = [
-        (r, name) for r, name in going if r["error_code"] == 0 and name is not None and cluster.topic(name)
-    ]
+    going = [(r, r["name"]) for r in results if r["error_code"] == 0 and r["name"] is not None]
+    going = [(r, name) for r, name in going if _present(ctx, name)]
     if not going or req.timeout_ms <= 0:
         return answer
     return _when_gone(ctx, answer, going, req.timeout_ms)
+
+
+def _present(ctx: RequestContext, name: str) -> bool:
+    """Whether ``name`` is still in this broker's view or still being deleted (a cluster's view
+    drops a topic when it is marked, its znodes go later: only then can it be created again)."""
+    return ctx.broker.cluster.topic(name) is not None or ctx.broker.admin.deleting(name)
 
 
 async def _when_gone(
@@ -126,9 +129,8 @@ async def _when_gone(
     creates the same topic does not get TOPIC_ALREADY_EXISTS."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_ms / 1000
-    cluster = ctx.broker.cluster
     while True:
-        going = [(r, name) for r, name in going if cluster.topic(name) is not None]
+        going = [(r, name) for r, name in going if _present(ctx, name)]
         if not going:
             return answer
         if loop.time() >= deadline:

@@ -146,6 +146,10 @@ class ZkAdmin:
             self._written()
             return
 
+    def deleting(self, name: str) -> bool:
+        snap = self._snapshot()
+        return name in snap.deleting or name in snap.assignments
+
     def delete_topic(self, name: str) -> None:
         if name not in self._snapshot().assignments:
             raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
