@@ -165,13 +165,19 @@ def test_session_timeout_fences_the_member() -> None:
     assert c.group("g").consumer.state() == "Empty"
 
 
-def test_static_member_rejoins_with_its_partitions() -> None:
+def static_pair() -> tuple[GroupCoordinator, FakeClock]:
+    """A group of two static members, a (instance i-a) and b (i-b), on four partitions, reconciled."""
     c, clock, _ = coordinator(t1=4)
     a = beat(c, clock, "a", 0, subscribe=("t1",), instance="i-a")
     b = beat(c, clock, "b", 0, subscribe=("t1",), instance="i-b")
     for _ in range(3):
         a = beat(c, clock, "a", a.member_epoch, owned=a.assignment, instance="i-a")
         b = beat(c, clock, "b", b.member_epoch, owned=b.assignment or {}, instance="i-b")
+    return c, clock
+
+
+def test_static_member_rejoins_with_its_partitions() -> None:
+    c, clock = static_pair()
     held = c.group("g").consumer.members["b"].assigned
     assert count(held) == 2
     assert beat(c, clock, "b", -2, instance="i-b").member_epoch == -2
@@ -257,12 +263,7 @@ def test_joining_with_no_topics_yet_is_allowed_and_null_is_not() -> None:
 
 
 def test_a_static_member_coming_back_leaves_the_group_epoch_alone() -> None:
-    c, clock, _ = coordinator(t1=4)
-    a = beat(c, clock, "a", 0, subscribe=("t1",), instance="i-a")
-    b = beat(c, clock, "b", 0, subscribe=("t1",), instance="i-b")
-    for _ in range(3):
-        a = beat(c, clock, "a", a.member_epoch, owned=a.assignment, instance="i-a")
-        b = beat(c, clock, "b", b.member_epoch, owned=b.assignment or {}, instance="i-b")
+    c, clock = static_pair()
     epoch = c.group("g").consumer.group_epoch
     beat(c, clock, "b", -2, instance="i-b")
     b2 = beat(c, clock, "b2", 0, subscribe=("t1",), instance="i-b")
