@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from protocol.control_records import marker_coordinator_epoch
+from protocol.control_records import read_marker
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader, crc32c
 from storage import naming
@@ -405,7 +405,7 @@ def _marker_epoch(plog: PartitionLog, h: BatchHeader) -> int:
         data = plog.read(h.base_offset, h.size, upto_leo=True).data
     except (KafkaError, OSError):
         return -1
-    return marker_coordinator_epoch(data, dataclasses.replace(h, position=0))
+    return read_marker(data, dataclasses.replace(h, position=0))[1]
 
 
 class BlockProducerIds:

@@ -175,10 +175,20 @@ def marker_type(data: BytesLike, h: BatchHeader) -> int | None:
         return None
 
 
-def marker_coordinator_epoch(data: BytesLike, h: BatchHeader) -> int:
-    """The coordinator epoch in the COMMIT/ABORT marker ``h`` (at ``h.position`` in ``data``), -1 if
-    unreadable; the batch must lie whole inside ``data``."""
+def read_marker(data: BytesLike, h: BatchHeader) -> tuple[int | None, int]:
+    """(control type, coordinator epoch) of the COMMIT/ABORT marker ``h`` (at ``h.position`` in
+    ``data``), from one read of its record: the type None and the epoch -1 where unreadable; the
+    batch must lie whole inside ``data``."""
     try:
-        return parse_end_txn_value(_control_record(data, h)[1])
+        key, value = _control_record(data, h)
     except ProtocolError:
-        return -1
+        return None, -1
+    try:
+        kind: int | None = parse_control_key(key)
+    except ProtocolError:
+        kind = None
+    try:
+        epoch = parse_end_txn_value(value)
+    except ProtocolError:
+        epoch = -1
+    return kind, epoch

@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
-from protocol.control_records import ABORT, marker_coordinator_epoch, marker_type
+from protocol.control_records import ABORT, read_marker
 from storage.txn_index import AbortedTxn
 
 if TYPE_CHECKING:
@@ -50,8 +50,7 @@ def replicated_marker(
     part: Partition, buf: bytes | bytearray | memoryview, h: BatchHeader, now_ms: int
 ) -> None:
     """A follower appended the leader's control batch ``h`` (at ``h.position`` in ``buf``)."""
-    kind = marker_type(buf, h)
-    epoch = marker_coordinator_epoch(buf, h)
+    kind, epoch = read_marker(buf, h)
     close_transaction(part, h.producer_id, h.producer_epoch, epoch, kind != ABORT, h.base_offset, now_ms)
 
 

@@ -15,10 +15,10 @@ from protocol.control_records import (
     build_marker_batch,
     control_key,
     end_txn_marker_value,
-    marker_coordinator_epoch,
     marker_type,
     parse_control_key,
     parse_end_txn_value,
+    read_marker,
 )
 from protocol.errors import ProtocolError
 from protocol.records import (
@@ -91,15 +91,15 @@ def test_marker_type_reads_the_first_key_at_the_batch_position() -> None:
     assert marker_type(memoryview(bytes(buf)), headers[2]) == ABORT
 
 
-def test_marker_coordinator_epoch_reads_the_first_value() -> None:
+def test_read_marker_gives_type_and_coordinator_epoch_from_the_first_record() -> None:
     data = build_batch([Record(0, 0, b"k", b"v" * 100)], base_timestamp=5)
     buf = bytearray(data) + build_marker_batch(1, 0, True, 9, 5) + build_marker_batch(1, 0, False, 300, 5)
     headers = validate_batches(buf)
-    assert [marker_coordinator_epoch(buf, h) for h in headers[1:]] == [9, 300]
+    assert [read_marker(buf, h) for h in headers[1:]] == [(COMMIT, 9), (ABORT, 300)]
     no_value = build_batch([Record(0, 0, control_key(COMMIT), None)], is_control=True)
-    assert marker_coordinator_epoch(no_value, read_header(no_value)) == -1
+    assert read_marker(no_value, read_header(no_value))[1] == -1
     cut = build_batch([Record(0, 0, control_key(COMMIT), b"\x00\x00\x00")], is_control=True)
-    assert marker_coordinator_epoch(cut, read_header(cut)) == -1
+    assert read_marker(cut, read_header(cut))[1] == -1
 
 
 def test_marker_type_other_types_compressed_and_unreadable() -> None:
