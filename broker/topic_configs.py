@@ -146,9 +146,7 @@ def incremental_overrides(broker: Broker, name: str, ops: list[Any]) -> dict[str
     given, current = _topic(broker, name)
     overrides = dict(given)
     for op in ops:
-        if op.config_operation == SET:
-            if op.value is None:
-                raise KafkaError(f"SET of {op.name} needs a value", ErrorCode.INVALID_CONFIG)
+        if op.config_operation == SET:  # null values never get here (alter_configs._malformed)
             overrides[op.name] = op.value
         elif op.config_operation == DELETE:
             overrides.pop(op.name, None)

@@ -140,9 +140,10 @@ class BrokerOffsetsLog:
             size = _size(records)
             while producer is None and i < len(queued) and queued[i][2] is None:
                 more, more_done, _ = queued[i]
-                if size + _size(more) > limit:
+                more_size = _size(more)
+                if size + more_size > limit:
                     break
-                records, size = records + more, size + _size(more)
+                records, size = records + more, size + more_size
                 dones.append(more_done)
                 i += 1
             self._write(partition, records, dones, producer)

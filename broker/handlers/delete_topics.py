@@ -12,7 +12,7 @@ Behavior:
   (__consumer_offsets): INVALID_REQUEST, the topic stays.
 - In a cluster the controller deletes a topic after the request marks it:
   the answer waits (up to timeout_ms; 0: it does not wait) until the topic is
-  gone from this broker's view, else REQUEST_TIMED_OUT, as Kafka's
+  gone from this broker's view and from ZooKeeper, else REQUEST_TIMED_OUT, as Kafka's
   DelayedDeleteTopics, so a delete followed by a create of the same name works.
 - Authorization (with an authorizer configured), as KafkaApis: DELETE on each
   topic, else TOPIC_AUTHORIZATION_FAILED (whether or not it exists); a topic
@@ -123,8 +123,8 @@ def _present(ctx: RequestContext, name: str) -> bool:
 async def _when_gone(
     ctx: RequestContext, answer: dict[str, Any], going: list[tuple[dict[str, Any], str]], timeout_ms: int
 ) -> dict[str, Any]:
-    """Answer once the deleted topics are gone from this broker's view of the cluster (a cluster's
-    controller deletes them after the request marked them), or REQUEST_TIMED_OUT for those still
+    """Answer once the deleted topics are gone (`_present`: a cluster's controller deletes them
+    after the request marked them), or REQUEST_TIMED_OUT for those still
     there after ``timeout_ms``, as Kafka's DelayedDeleteTopics: a client that deletes and then
     creates the same topic does not get TOPIC_ALREADY_EXISTS."""
     loop = asyncio.get_running_loop()
