@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from client.admin_cluster import group_offsets, serves
 from client.admin_mixin import AdminMixin
-from client.assignors import decode_assignment
 from client.errors import COORDINATOR_CODES, KafkaError, error_for
 from client.types import OffsetAndMetadata, OffsetAndTimestamp, TopicPartition
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.member_data import decode_assignment
 
 OFFSET_COMMIT = 8
 OFFSET_FETCH = 9

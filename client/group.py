@@ -38,15 +38,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from client.assignors import (
-    Assignment,
-    Subscription,
-    assignor,
-    decode_assignment,
-    decode_subscription,
-    encode_assignment,
-    encode_subscription,
-)
+from client.assignors import assignor
 from client.errors import (
     COORDINATOR_CODES,
     CommitFailedError,
@@ -58,6 +50,14 @@ from client.errors import (
 )
 from client.types import OffsetAndMetadata, TopicPartition, offsets_by_topic
 from protocol.errors import ErrorCode, ProtocolError
+from protocol.member_data import (
+    Assignment,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 
 if TYPE_CHECKING:
     from client.consumer import AIOConsumer

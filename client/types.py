@@ -9,21 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from protocol.member_data import TopicPartition
+
 # Timestamp types as Kafka numbers them (RecordBatch attribute bit 3).
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 
 Headers = tuple[tuple[str, bytes | None], ...]
-
-
-class TopicPartition(NamedTuple):
-    """A partition of a topic; sorts by (topic, partition) like Kafka's comparator."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 class ConsumerRecord(NamedTuple):

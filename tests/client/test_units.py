@@ -9,18 +9,20 @@ from client.assignors import (
     RangeAssignor,
     RoundRobinAssignor,
     StickyAssignor,
-    Subscription,
-    decode_assignment,
     decode_sticky_user_data,
-    decode_subscription,
-    encode_assignment,
     encode_sticky_user_data,
-    encode_subscription,
 )
 from client.config import consumer_config, producer_config
 from client.errors import ConfigError
 from client.partitioner import StickyPartitioner, murmur2, partition_for_key
 from client.types import TopicPartition as TP
+from protocol.member_data import (
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from tests.data import vector_rows
 
 # -- murmur2 -------------------------------------------------------------------------------------

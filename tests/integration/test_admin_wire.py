@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from client.assignors import encode_subscription
 from protocol.errors import ErrorCode
+from protocol.member_data import encode_subscription
 from tests.broker_process import BrokerProcess
 from tests.integration.test_groups_wire import create_topic, join_body, sync_body
 from tests.wire import RawClient

@@ -727,7 +727,7 @@ def test_records_go_to_the_groups_partition(partitions: int) -> None:
 def test_offset_delete_while_a_member_rejoins_with_other_protocols() -> None:
     """A member that rejoins a rebalance without the group's current protocol does not make
     OffsetDelete fail; the current generation's subscriptions still count."""
-    from client.assignors import encode_subscription
+    from protocol.member_data import encode_subscription
 
     c, clock, _ = make()
     both = (("range", encode_subscription(["t"])), ("roundrobin", encode_subscription(["t", "u"])))
