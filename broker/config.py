@@ -84,6 +84,17 @@ def _assignors(v: str) -> str:
     return ",".join(names)
 
 
+_MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
+
+
+def _migration_policy(v: str) -> str:
+    """group.consumer.migration.policy, case-insensitive as Kafka reads it."""
+    s = v.strip().lower()
+    if s not in _MIGRATION_POLICIES:
+        raise ValueError(f"expected one of {', '.join(_MIGRATION_POLICIES)}")
+    return s
+
+
 def _timestamp_type(v: str) -> str:
     s = v.strip()
     if s not in ("CreateTime", "LogAppendTime"):
@@ -219,6 +230,13 @@ KEYS: dict[str, Key] = {
             "server-side assignors of consumer-protocol groups; the first is the default",
         ),
         Key("group.consumer.max.size", _int, 2147483647, "most members in one consumer-protocol group"),
+        Key(
+            "group.consumer.migration.policy",
+            _migration_policy,
+            "bidirectional",
+            "whether a classic group becomes a consumer-protocol group when a KIP-848 member joins "
+            "(upgrade), and back when the last one leaves (downgrade)",
+        ),
         Key("offset.metadata.max.bytes", _int, 4096, "longest metadata string of an offset commit"),
         Key(
             "offsets.retention.minutes", _int, 10080, "committed offsets of an empty group expire after this"

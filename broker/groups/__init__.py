@@ -50,6 +50,8 @@ def consumer_settings(config: BrokerConfig) -> ConsumerSettings:
         heartbeat_interval_ms=int(config["group.consumer.heartbeat.interval.ms"]),
         assignors=tuple(str(config["group.consumer.assignors"]).split(",")),
         max_size=int(config["group.consumer.max.size"]),
+        migration_policy=str(config["group.consumer.migration.policy"]),
+        classic_max_size=int(config["group.max.size"]),
     )
 
 

@@ -40,6 +40,20 @@ class MemberState(enum.IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMetadata:
+    """What a member speaking the classic protocol inside a consumer group sent in its JoinGroup:
+    its session timeout and its protocols, (name, ConsumerProtocolSubscription) in its order."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The name its JoinGroup and SyncGroup answers carry: its first protocol's (Kafka's)."""
+        return self.protocols[0][0]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
     """One member; replaced (never mutated) on every change, so old and new can be compared."""
 
@@ -57,6 +71,7 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMetadata | None = None  # set for a member that joined with JoinGroup
 
     def assignment_changed(self, other: ConsumerMember) -> bool:
         """Whether the ConsumerGroupCurrentMemberAssignment record of ``other`` differs from ours."""

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from broker.groups.assignors import ASSIGNORS, DEFAULT_ASSIGNORS, MemberSpec
+from broker.groups.classic_members import ClassicMembers, NotUpgradable
 from broker.groups.consumer_model import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -94,6 +95,16 @@ class ConsumerSettings:
     heartbeat_interval_ms: int = 5_000  # group.consumer.heartbeat.interval.ms
     assignors: tuple[str, ...] = DEFAULT_ASSIGNORS  # group.consumer.assignors
     max_size: int = 2**31 - 1  # group.consumer.max.size
+    migration_policy: str = "bidirectional"  # group.consumer.migration.policy
+    classic_max_size: int = 2**31 - 1  # group.max.size (a downgraded group must fit)
+
+    @property
+    def upgrades(self) -> bool:
+        return self.migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrades(self) -> bool:
+        return self.migration_policy in ("bidirectional", "downgrade")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +157,9 @@ class Coordinator(Protocol):
     def _add_group(self, group_id: str) -> Group: ...
 
     def _classic_tombstone(self, group: Group) -> RecordKV: ...
+
+    @property
+    def classic_members(self) -> ClassicMembers: ...
 
 
 def _no_topics() -> Mapping[str, TopicState]:
@@ -241,6 +255,13 @@ class ConsumerProtocol:
                 raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             group = self._co._add_group(group_id)
         if group.consumer is None:
+            if create and group.members and self._co.classic_members.can_upgrade(group):
+                try:
+                    self._co.classic_members.upgrade(group, records)
+                except NotUpgradable:
+                    pass
+                else:
+                    return group
             if not create or group.members or group.pending_members or not group.is_(GroupState.EMPTY):
                 raise HeartbeatError(
                     ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group."
@@ -268,29 +289,7 @@ class ConsumerProtocol:
         member, is_new = self._member(group, cg, req, member_id, records)
         changes = _metadata_changes(member, req)
         updated = member.with_(**changes) if changes else member
-        bump = False
-        if is_new or changes:
-            records.append(member_record(group.group_id, updated))
-            # only a subscription that changes moves the group to a new epoch (Kafka's
-            # hasMemberSubscriptionChanged): a static member coming back with its old one does not
-            bump = "subscribed_topic_names" in changes or "subscribed_topic_regex" in changes
-            cg.set_member(updated)
-        topics = self.topics()
-        # the metadata follows from the members' subscriptions and the topics: unchanged when
-        # neither is (the cluster view is a new mapping whenever a topic changes)
-        if is_new or changes or topics is not cg.metadata_topics:
-            metadata = self._subscription_metadata(cg, topics)
-            if metadata != cg.subscription_metadata:
-                cg.subscription_metadata = metadata
-                records.append(partition_metadata_record(group.group_id, metadata))
-                bump = True
-        if bump:
-            cg.group_epoch += 1
-            records.append(epoch_record(group.group_id, cg.group_epoch))
-            log.info("group %s: epoch %d (member %s)", group.group_id, cg.group_epoch, member_id)
-        if cg.group_epoch > cg.assignment_epoch:
-            self._compute_target(group, records)
-        reconciled = self._reconcile(group, updated, req.owned, records, force=is_new)
+        reconciled = self.update_member(group, member, updated, is_new, req.owned, records)
         self._arm_session(group, reconciled.member_id)
         full = joining or (
             req.rebalance_timeout_ms != -1
@@ -305,6 +304,48 @@ class ConsumerProtocol:
             heartbeat_interval_ms=self.settings.heartbeat_interval_ms,
             assignment=reconciled.assigned if full or changed else None,
         )
+
+    def update_member(
+        self,
+        group: Group,
+        member: ConsumerMember,
+        updated: ConsumerMember,
+        is_new: bool,
+        owned: Assignment | None,
+        records: list[RecordKV],
+    ) -> ConsumerMember:
+        """Store ``updated`` (the member after this request's metadata), bump the group epoch if
+        the subscriptions or their topics changed, recompute the target if it is behind, and
+        reconcile the member (the same steps for a heartbeat and a classic JoinGroup)."""
+        cg = group.consumer
+        assert cg is not None
+        bump = False
+        changed = is_new or updated is not member
+        if changed:
+            records.append(member_record(group.group_id, updated))
+            # only a subscription that changes moves the group to a new epoch (Kafka's
+            # hasMemberSubscriptionChanged): a static member coming back with its old one does not
+            bump = (
+                updated.subscribed_topic_names != member.subscribed_topic_names
+                or updated.subscribed_topic_regex != member.subscribed_topic_regex
+            )
+            cg.set_member(updated)
+        topics = self.topics()
+        # the metadata follows from the members' subscriptions and the topics: unchanged when
+        # neither is (the cluster view is a new mapping whenever a topic changes)
+        if changed or topics is not cg.metadata_topics:
+            metadata = self._subscription_metadata(cg, topics)
+            if metadata != cg.subscription_metadata:
+                cg.subscription_metadata = metadata
+                records.append(partition_metadata_record(group.group_id, metadata))
+                bump = True
+        if bump:
+            cg.group_epoch += 1
+            records.append(epoch_record(group.group_id, cg.group_epoch))
+            log.info("group %s: epoch %d (member %s)", group.group_id, cg.group_epoch, updated.member_id)
+        if cg.group_epoch > cg.assignment_epoch:
+            self._compute_target(group, records)
+        return self._reconcile(group, updated, owned, records, force=is_new)
 
     def _member(
         self, group: Group, cg: ConsumerGroup, req: Heartbeat, member_id: str, records: list[RecordKV]
@@ -418,7 +459,9 @@ class ConsumerProtocol:
         if force or updated.assignment_changed(member):
             cg.set_member(updated)
             records.append(assignment_record(group.group_id, updated))
-            if updated.state is MemberState.UNREVOKED_PARTITIONS:
+            if updated.classic is not None:
+                pass  # a classic member revokes by rejoining: its join and sync timers watch it
+            elif updated.state is MemberState.UNREVOKED_PARTITIONS:
                 self._arm_rebalance(group, updated)
             else:
                 handle = cg.rebalance_timers.pop(updated.member_id, None)
@@ -540,9 +583,14 @@ class ConsumerProtocol:
         )
 
     def fence(self, group: Group, member_id: str) -> list[RecordKV]:
-        """Remove a member and bump the group epoch; the records that say so."""
+        """Remove a member and bump the group epoch; the records that say so. The last
+        consumer-protocol member of a group whose other members are classic turns it into a
+        classic group instead (`ClassicMembers.downgrade` writes its own records)."""
         cg = group.consumer
         assert cg is not None
+        if self._co.classic_members.should_downgrade(group, member_id):
+            self._co.classic_members.downgrade(group, member_id)
+            return []
         records = member_tombstones(group.group_id, member_id)
         cg.remove_member(member_id)
         metadata = self._subscription_metadata(cg, self.topics())
@@ -563,7 +611,9 @@ class ConsumerProtocol:
         if member is None or (epoch is not None and member.member_epoch != epoch):
             return
         log.info("group %s: member %s removed: %s", group.group_id, member_id, why)
-        self._co._log.append(self._co.partition_for(group.group_id), self.fence(group, member_id), None)
+        records = self.fence(group, member_id)
+        if records:
+            self._co._log.append(self._co.partition_for(group.group_id), records, None)
 
     def _arm_session(self, group: Group, member_id: str) -> None:
         cg = group.consumer
@@ -571,8 +621,10 @@ class ConsumerProtocol:
         old = cg.session_timers.pop(member_id, None)
         if old is not None:
             old.cancel()
+        member = cg.members.get(member_id)
+        classic = member.classic if member is not None else None
         cg.session_timers[member_id] = self._co._clock.call_later(
-            self.settings.session_timeout_ms,
+            classic.session_timeout_ms if classic is not None else self.settings.session_timeout_ms,
             lambda: self._fence_later(group, member_id, None, "its session expired"),
         )
 
@@ -596,7 +648,7 @@ class ConsumerProtocol:
         assert group.consumer is not None
         for member_id, member in group.consumer.members.items():
             self._arm_session(group, member_id)
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
+            if member.classic is None and member.state is MemberState.UNREVOKED_PARTITIONS:
                 self._arm_rebalance(group, member)
 
 

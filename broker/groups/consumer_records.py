@@ -18,7 +18,9 @@ arrays, unsigned-varint lengths + 1, a tagged-field section after every struct):
               PartitionMetadata [Partition INT32, Racks [STRING]]]
     5 InstanceId STRING?, RackId STRING?, ClientId STRING, ClientHost STRING,
       SubscribedTopicNames [STRING], SubscribedTopicRegex STRING?,
-      RebalanceTimeoutMs INT32, ServerAssignor STRING?  (tag 0: classic member metadata)
+      RebalanceTimeoutMs INT32, ServerAssignor STRING?, tag 0: ClassicMemberMetadata?
+      [SessionTimeoutMs INT32, SupportedProtocols [Name STRING, Metadata BYTES]]
+      (null for a member of the consumer protocol)
     6 AssignmentEpoch INT32
     7 TopicPartitions [TopicId UUID, Partitions [INT32]]
     8 MemberEpoch INT32, PreviousMemberEpoch INT32, State INT8,
@@ -38,9 +40,9 @@ from typing import Any
 
 from construct import ConstructError
 
-from broker.groups.consumer_model import Assignment, ConsumerGroup, ConsumerMember
+from broker.groups.consumer_model import Assignment, ClassicMetadata, ConsumerGroup, ConsumerMember
 from protocol.errors import ProtocolError
-from protocol.schema import Arr, F, message_versions
+from protocol.schema import Arr, F, Obj, message_versions
 from protocol.varint import encode_uvarint
 
 GROUP_METADATA = 3
@@ -77,6 +79,17 @@ _VALUES = {
         F("subscribed_topic_regex", "string", nullable="0+", default=None),
         F("rebalance_timeout_ms", "int32", default=-1),
         F("server_assignor", "string", nullable="0+", default=None),
+        F(
+            "classic_member_metadata",
+            Obj(
+                F("session_timeout_ms", "int32"),
+                F("supported_protocols", Arr(F("name", "string"), F("metadata", "bytes"))),
+            ),
+            nullable="0+",
+            tag=0,
+            tagged="0+",
+            default=None,
+        ),
     ],
     TARGET_ASSIGNMENT_METADATA: [F("assignment_epoch", "int32")],
     TARGET_ASSIGNMENT_MEMBER: [F("topic_partitions", _TOPIC_PARTITIONS)],
@@ -218,9 +231,25 @@ def member_record(group_id: str, m: ConsumerMember) -> RecordKV:
         "subscribed_topic_regex": m.subscribed_topic_regex,
         "rebalance_timeout_ms": m.rebalance_timeout_ms,
         "server_assignor": m.server_assignor,
+        "classic_member_metadata": None
+        if m.classic is None
+        else {
+            "session_timeout_ms": m.classic.session_timeout_ms,
+            "supported_protocols": [{"name": n, "metadata": d} for n, d in m.classic.protocols],
+        },
     }
     key = ConsumerKey(MEMBER_METADATA, group_id, m.member_id)
     return encode_key(key), encode_value(MEMBER_METADATA, value)
+
+
+def classic_metadata_of(value: Any) -> ClassicMetadata | None:
+    """The ClassicMetadata of a decoded member value (tag 0), None if it has none."""
+    meta = value.classic_member_metadata
+    if meta is None:
+        return None
+    return ClassicMetadata(
+        meta.session_timeout_ms, tuple((p.name, bytes(p.metadata)) for p in meta.supported_protocols)
+    )
 
 
 def target_member_record(group_id: str, member_id: str, assignment: Assignment) -> RecordKV:

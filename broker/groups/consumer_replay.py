@@ -21,6 +21,7 @@ from broker.groups.consumer_records import (
     TARGET_ASSIGNMENT_METADATA,
     ConsumerKey,
     assignment_of,
+    classic_metadata_of,
     decode_value,
 )
 
@@ -68,6 +69,7 @@ class ConsumerReplay:
                 subscribed_topic_regex=meta.subscribed_topic_regex,
                 rebalance_timeout_ms=meta.rebalance_timeout_ms,
                 server_assignor=meta.server_assignor,
+                classic=classic_metadata_of(meta),
             )
             if current is not None:
                 try:

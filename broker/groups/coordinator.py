@@ -64,6 +64,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 
+from broker.groups.classic_members import ClassicMembers
 from broker.groups.clock import Clock, TimerHandle
 from broker.groups.consumer_protocol import ConsumerProtocol, ConsumerSettings
 from broker.groups.consumer_records import ConsumerKey, group_tombstones
@@ -135,6 +136,7 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         self._owned: set[int] | None = None
         # KIP-848 groups: ConsumerGroupHeartbeat and ConsumerGroupDescribe (set its `topics` to the cluster's)
         self.consumer = ConsumerProtocol(self, consumer or ConsumerSettings())
+        self.classic_members = ClassicMembers(self, self.consumer)
 
     # -- lifecycle ---------------------------------------------------------------------------
     def load(self) -> None:
@@ -240,7 +242,7 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         group = self._groups.get(req.group_id)
         if group is not None and group.consumer is not None:
             if group.consumer.members:
-                callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
+                self.classic_members.join(group, req, callback)
                 return
             self._drop_consumer_state(group)
         if group is None:
@@ -573,6 +575,14 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         if error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             error = ErrorCode.REBALANCE_IN_PROGRESS  # the rebalance state was lost: rejoin
         group = self._groups.get(group_id) if error is None else None
+        if error is None and group is not None and group.consumer is not None:
+            if not group.consumer.members:
+                callback(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+            else:
+                self.classic_members.sync(
+                    group, generation_id, member_id, group_instance_id, protocol, callback
+                )
+            return
         if error is None:
             if group is None:
                 error = ErrorCode.UNKNOWN_MEMBER_ID
@@ -658,6 +668,8 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.consumer is not None:
+            return self.classic_members.heartbeat(group, generation_id, member_id, group_instance_id)
         error = self._validate_member(group, generation_id, member_id, group_instance_id)
         if error is not None:
             return error
@@ -687,6 +699,8 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         group = self._groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID, []
+        if group.consumer is not None:
+            return ErrorCode.NONE, self.classic_members.leave(group, members)
         if group.is_(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         why = f" ({reason})" if reason else ""
@@ -852,6 +866,25 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         group.protocol_name = None
         group.leader_id = None
         return encode_group_key(GroupKey(group.group_id)), None
+
+    def _end_classic_state(self, group: Group, error: ErrorCode) -> None:
+        """A classic group changes protocol: answer waiting JoinGroup/SyncGroup calls with ``error``,
+        stop every classic timer and forget the classic members."""
+        for timer in (group.join_timer, group.sync_timer, *group.pending_members.values()):
+            if timer is not None:
+                timer.cancel()
+        group.join_timer = group.sync_timer = None
+        group.pending_members.clear()
+        group.pending_sync.clear()
+        for member in list(group.members.values()):
+            if member.timer is not None:
+                member.timer.cancel()
+                member.timer = None
+            self._invoke_join(member, JoinResult(error, member.member_id))
+            self._invoke_sync(member, SyncResult(error))
+        group.members.clear()
+        group.static_members.clear()
+        group.leader_id = None
 
     def _drop_consumer_state(self, group: Group) -> None:
         """An Empty consumer-protocol group joined with the classic protocol becomes a classic group."""

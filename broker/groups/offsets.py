@@ -140,6 +140,8 @@ class GroupOffsets:
         member = cg.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if member.classic is not None:  # a classic member commits with its generation: the member epoch
+            return ErrorCode.ILLEGAL_GENERATION if member_epoch != member.member_epoch else None
         if api_version is not None and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:

@@ -13,7 +13,9 @@ Behavior:
   INCONSISTENT_GROUP_PROTOCOL (null on either side skips the check), after the
   member and generation checks, as Kafka orders them (a stale member is told
   to rejoin, not that its protocol is wrong); answers carry the group's
-  protocol type and name.
+  protocol type and name. A classic member of a KIP-848 group
+  (`broker.groups.classic_members`) gets its assignment from the group's target
+  at once, and its own protocol type and name echoed.
 Version notes: v1 adds throttle_time_ms; v2 has v1's layout; v3 adds group_instance_id; v4 is
   flexible; v5 adds protocol_type and protocol_name.
 - Authorization (with an authorizer configured), as KafkaApis: READ on the
@@ -45,6 +47,8 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     protocol_type = group.protocol_type if group is not None else None
     protocol_name = group.protocol_name if group is not None else None
     asked = (req.protocol_type, req.protocol_name) if ctx.version >= 5 else (None, None)
+    if group is not None and group.consumer is not None:
+        protocol_type, protocol_name = asked  # a classic member of a consumer group: echoed, as Kafka
 
     def respond(result: SyncResult) -> dict[str, Any]:
         return {

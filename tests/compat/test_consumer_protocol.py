@@ -185,17 +185,24 @@ def test_classic_and_consumer_groups_read_the_same_topic(kbroker: BrokerProcess)
             ]
             listed = c.request(16, 5, {"states_filter": [], "types_filter": ["classic"]}).groups
             assert [g.group_id for g in listed] == ["g-classic"]
-        # the classic protocol cannot join the consumer-protocol group while it has members
-        intruder = confluent_kafka.Consumer({"bootstrap.servers": kbroker.bootstrap, "group.id": "g-modern"})
-        errors: list[Any] = []
-        intruder.subscribe([topic], on_assign=lambda *_: errors.append("assigned"))
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline and not errors:
-            msg = intruder.poll(0.2)
-            if msg is not None and msg.error() is not None:
-                errors.append(msg.error().code())
-        intruder.close()
-        assert errors and errors[0] == confluent_kafka.KafkaError.INCONSISTENT_GROUP_PROTOCOL
+        # a classic consumer joining the consumer-protocol group becomes a classic member of it
+        # (Kafka 4's migration path): it gets partitions, and the others give them up
+        intruder = confluent_kafka.Consumer(
+            {"bootstrap.servers": kbroker.bootstrap, "group.id": "g-modern", "heartbeat.interval.ms": 300}
+        )
+        assigned: list[Any] = []
+        intruder.subscribe([topic], on_assign=lambda _c, parts: assigned.extend(parts))
+        try:
+            wait_for(
+                lambda: [m.poll() for m in modern] and intruder.poll(0.05) is None and bool(assigned),
+                30,
+                "the classic member's assignment",
+                interval=0,
+            )
+            described = group_state(kbroker.port, "g-modern")
+            assert len(described.members) == 3
+        finally:
+            intruder.close()
     finally:
         for m in modern:
             m.consumer.close()
@@ -218,6 +225,52 @@ def test_static_member_comes_back_to_its_partitions(kbroker: BrokerProcess) -> N
         members = [a, b]
         after = settle(members, [3, 3])
         assert after == before
+    finally:
+        for m in members:
+            m.consumer.close()
+
+
+def test_rolling_upgrade_to_the_consumer_protocol_and_back(kbroker: BrokerProcess) -> None:
+    """Kafka 4's online migration: a classic group (cooperative-sticky, as a rolling upgrade
+    needs) becomes a consumer-protocol group when the first upgraded member joins, its classic
+    members keep consuming inside it, and it becomes classic again when that member leaves."""
+    topic, group = "kip848-migrate", "g-migrate"
+    create_topic(kbroker.bootstrap, topic, PARTITIONS)
+    produce(kbroker.bootstrap, topic, PARTITIONS, 10)
+    classic_conf = {
+        "group.protocol": "classic",
+        "partition.assignment.strategy": "cooperative-sticky",
+        "heartbeat.interval.ms": 300,
+        "session.timeout.ms": 6000,
+    }
+    old = [Member(kbroker.bootstrap, group, topic, **classic_conf) for _ in range(2)]
+    members = list(old)
+    try:
+        settle(members, [3, 3])
+        with RawClient(kbroker.port) as c:
+            listed = c.request(16, 5, {"states_filter": [], "types_filter": []}).groups
+        assert [(g.group_id, g.group_type) for g in listed if g.group_id == group] == [(group, "classic")]
+
+        upgraded = Member(kbroker.bootstrap, group, topic)
+        members.append(upgraded)
+        settle(members, [2, 2, 2])
+        described = group_state(kbroker.port, group)
+        assert described.error_code == 0 and len(described.members) == 3
+        # every record is read, by whichever member owns its partition
+        wait_for(
+            lambda: [m.poll() for m in members] and len({v for m in members for v in m.values}) == 60,
+            30,
+            "every record",
+            interval=0,
+        )
+
+        members.remove(upgraded)
+        upgraded.consumer.close()
+        settle(members, [3, 3])
+        with RawClient(kbroker.port) as c:
+            summary = c.request(15, 5, {"groups": [group], "include_authorized_operations": False}).groups[0]
+        assert (summary.error_code, summary.protocol_type, len(summary.members)) == (0, "consumer", 2)
+        assert group_state(kbroker.port, group).error_code == 69  # GROUP_ID_NOT_FOUND: classic again
     finally:
         for m in members:
             m.consumer.close()

@@ -18,7 +18,7 @@ from broker.groups.consumer_records import ConsumerKey, decode_value, encode_key
 from broker.groups.coordinator import GroupCoordinator, OffsetCommit
 from broker.groups.records import decode_key
 from protocol.errors import ErrorCode
-from tests.unit.group_support import Box, MemoryOffsetsLog, make
+from tests.unit.group_support import Box, MemoryOffsetsLog, join, joined, make, sync, synced
 
 T1 = uuid.UUID("00000000-0000-0000-0000-000000000001")
 T2 = uuid.UUID("00000000-0000-0000-0000-000000000002")
@@ -382,3 +382,77 @@ def test_keys_round_trip() -> None:
     key = ConsumerKey(8, "g", "m")
     assert decode_key(encode_key(key)) == key
     assert decode_key(encode_key(ConsumerKey(3, "g"))) == ConsumerKey(3, "g")
+
+
+# -- classic members inside consumer groups, and protocol changes (KIP-848 migration) ----------
+def _classic(topics_: list[str], owned: list[tuple[str, int]] = ()) -> tuple[tuple[str, bytes], ...]:
+    from protocol.member_data import TopicPartition, encode_subscription
+
+    owned_tps = [TopicPartition(t, p) for t, p in owned]
+    return (("cooperative-sticky", encode_subscription(topics_, None, owned_tps, -1, 1)),)
+
+
+def test_a_classic_member_joins_a_consumer_group_and_revokes_by_rejoining() -> None:
+    from protocol.member_data import decode_assignment
+
+    c, clock, log = coordinator(t1=4)
+    a = beat(c, clock, "a", 0, subscribe=("t1",))
+    assert a.assignment == {T1: frozenset(range(4))}
+    j = joined(join(c, protocols=_classic(["t1"]), require_known=True))
+    assert j.error == ErrorCode.MEMBER_ID_REQUIRED
+    j = joined(join(c, member_id=j.member_id, protocols=_classic(["t1"]), require_known=True))
+    assert (j.error, j.leader_id, j.protocol_name, j.members) == (
+        ErrorCode.NONE,
+        "",
+        "cooperative-sticky",
+        (),
+    )
+    assert synced(sync(c, j)).assignment == decode_assignment_bytes([])  # nothing free yet
+    # the KIP-848 member gives up two partitions; the classic member is told to rejoin and gets them
+    a2 = beat(c, clock, "a", a.member_epoch, owned={T1: frozenset(range(4))})
+    kept = a2.assignment
+    assert kept is not None and len(kept[T1]) == 2
+    beat(c, clock, "a", a2.member_epoch, owned=kept)
+    assert c.heartbeat("g", j.generation_id, j.member_id, None) == ErrorCode.REBALANCE_IN_PROGRESS
+    j2 = joined(join(c, member_id=j.member_id, protocols=_classic(["t1"])))
+    got = decode_assignment(synced(sync(c, j2)).assignment).partitions
+    assert sorted(p.partition for p in got) == sorted(set(range(4)) - kept[T1])
+    assert c.heartbeat("g", j2.generation_id, j2.member_id, None) == ErrorCode.NONE
+    assert c.heartbeat("g", j2.generation_id - 1, j2.member_id, None) == ErrorCode.ILLEGAL_GENERATION
+    # the classic metadata survives a reload
+    c2, _, _ = make(clock=clock, log=log)
+    c2.consumer.topics = c.consumer.topics
+    assert c2.heartbeat("g", j2.generation_id, j2.member_id, None) == ErrorCode.NONE
+
+
+def decode_assignment_bytes(partitions: list[tuple[str, int]]) -> bytes:
+    from protocol.member_data import TopicPartition, encode_assignment
+
+    return encode_assignment([TopicPartition(t, p) for t, p in partitions], None, 1)
+
+
+@pytest.mark.parametrize("policy", ["bidirectional", "disabled"])
+def test_a_consumer_protocol_join_upgrades_a_classic_group_if_the_policy_allows(policy: str) -> None:
+    from broker.groups.consumer_protocol import ConsumerSettings
+    from protocol.member_data import TopicPartition, encode_assignment
+
+    c, clock, log = coordinator(t1=4)
+    c.consumer.settings = ConsumerSettings(migration_policy=policy)
+    first = join(c, protocols=_classic(["t1"]))
+    clock.advance(3000)
+    j = joined(first)
+    everything = encode_assignment([TopicPartition("t1", p) for p in range(4)], None, 1)
+    stored = sync(c, j, {j.member_id: everything})
+    clock.run_due()
+    assert synced(stored).error == ErrorCode.NONE
+    result = beat(c, clock, "a", 0, subscribe=("t1",))
+    if policy == "disabled":
+        assert result.error == ErrorCode.GROUP_ID_NOT_FOUND
+        return
+    assert result.error == ErrorCode.NONE and not result.assignment  # all four are still owned
+    # the classic member is at epoch = its old generation and must rejoin to give two up
+    assert c.heartbeat("g", j.generation_id, j.member_id, None) == ErrorCode.REBALANCE_IN_PROGRESS
+    # the KIP-848 member leaves: the group is classic again, at once rebalancing
+    beat(c, clock, "a", -1)
+    assert c.group("g").consumer is None
+    assert c.describe_group("g")[1].state == "PreparingRebalance"
