@@ -31,10 +31,14 @@ convertToClassicGroup):
   classic group at generation = the group epoch, every member holding its
   target assignment, and it starts a rebalance at once.
 
+  A classic static member taking over the instance id of the last
+  consumer-protocol member turns the group classic too, without a rebalance: it
+  keeps that member's target assignment.
+
 Differences from Kafka: a member whose classic assignment is empty (it joined
 but had not synced yet) is converted with an empty assignment, where Kafka
-refuses the upgrade; a static classic member replacing the last consumer-protocol
-member triggers no downgrade of its own (the old member's removal does).
+refuses the upgrade; a LeaveGroup of several classic members bumps the group
+epoch once per member (Kafka: once).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from broker.groups.clock import TimerHandle
 from broker.groups.consumer_model import (
     Assignment,
     ClassicMetadata,
@@ -115,21 +120,21 @@ class ClassicMembers:
         if req.group_instance_id is None and not req.member_id and req.require_known_member_id:
             callback(JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id))
             return
-        records: list[RecordKV] = []
-        member, is_new, error = self._joining_member(group, cg, req, new_id, records)
-        if member is None:
-            callback(JoinResult(error, req.member_id))
-            return
         try:
             subscription = decode_subscription(req.protocols[0][1])
         except ProtocolError as exc:
             log.info("group %s: JoinGroup metadata is not a consumer subscription: %s", group.group_id, exc)
             callback(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id))
             return
+        records: list[RecordKV] = []
+        member, is_new, error = self._joining_member(group, cg, req, new_id, records)
+        if member is None:
+            callback(JoinResult(error, req.member_id))
+            return
         topics = self._cp.topics()
         updated = member.with_(
-            instance_id=req.group_instance_id,
-            rack_id=subscription.rack_id,
+            instance_id=req.group_instance_id or member.instance_id,
+            rack_id=subscription.rack_id or member.rack_id,
             client_id=req.client_id,
             client_host=req.client_host,
             subscribed_topic_names=tuple(sorted(set(subscription.topics))),
@@ -143,8 +148,9 @@ class ClassicMembers:
         if records:
             self._co._log.append(self._co.partition_for(group.group_id), records, None)
         self._cp._arm_session(group, reconciled.member_id)
-        # the member must now send SyncGroup within its rebalance timeout
-        self._arm(group, reconciled, "it did not send SyncGroup in time")
+        # it rejoined; it must now send SyncGroup within its rebalance timeout
+        _cancel(cg.rebalance_timers, reconciled.member_id)
+        self._arm(cg.sync_timers, group, reconciled, "it did not send SyncGroup in time")
         callback(
             JoinResult(
                 ErrorCode.NONE,
@@ -219,10 +225,10 @@ class ClassicMembers:
             callback(SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
             return
         if cg.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
-            self._arm(group, member, "it did not rejoin in time", only_if_absent=True)
+            self._arm(cg.rebalance_timers, group, member, "it did not rejoin in time", only_if_absent=True)
             callback(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
             return
-        self._disarm(group, member_id)
+        _cancel(cg.sync_timers, member_id)
         self._cp._arm_session(group, member_id)
         callback(SyncResult(ErrorCode.NONE, self._assignment_bytes(member, member.assigned)))
 
@@ -238,7 +244,7 @@ class ClassicMembers:
             or member.state is MemberState.UNREVOKED_PARTITIONS
             or (member.state is MemberState.UNRELEASED_PARTITIONS and not _waiting_on_others(cg, member))
         ):
-            self._arm(group, member, "it did not rejoin in time", only_if_absent=True)
+            self._arm(cg.rebalance_timers, group, member, "it did not rejoin in time", only_if_absent=True)
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
@@ -269,26 +275,26 @@ class ClassicMembers:
         return codes
 
     # -- timers ----------------------------------------------------------------------------------
-    def _arm(self, group: Group, member: ConsumerMember, why: str, *, only_if_absent: bool = False) -> None:
-        """The join or sync timer (one at a time): ``why`` removes the member after its rebalance timeout."""
-        cg = group.consumer
-        assert cg is not None
-        old = cg.rebalance_timers.get(member.member_id)
+    def _arm(
+        self,
+        timers: dict[str, TimerHandle],
+        group: Group,
+        member: ConsumerMember,
+        why: str,
+        *,
+        only_if_absent: bool = False,
+    ) -> None:
+        """The join timer (``rebalance_timers``) or the sync timer (``sync_timers``) of a classic
+        member: ``why`` removes it after its rebalance timeout."""
+        old = timers.get(member.member_id)
         if old is not None:
             if only_if_absent:
                 return
             old.cancel()
         timeout = member.rebalance_timeout_ms if member.rebalance_timeout_ms > 0 else 300_000
-        cg.rebalance_timers[member.member_id] = self._co._clock.call_later(
+        timers[member.member_id] = self._co._clock.call_later(
             timeout, lambda: self._cp._fence_later(group, member.member_id, None, why)
         )
-
-    @staticmethod
-    def _disarm(group: Group, member_id: str) -> None:
-        assert group.consumer is not None
-        handle = group.consumer.rebalance_timers.pop(member_id, None)
-        if handle is not None:
-            handle.cancel()
 
     # -- assignments as classic members see them ---------------------------------------------------
     def _assignment_bytes(self, member: ConsumerMember, assignment: Assignment) -> bytes:
@@ -311,13 +317,18 @@ class ClassicMembers:
             and len(group.members) <= self._cp.settings.max_size
         )
 
-    def upgrade(self, group: Group, records: list[RecordKV]) -> None:
-        """Turn a classic group with members into a consumer group (`can_upgrade` said yes)."""
+    def upgrade(self, group: Group) -> None:
+        """Turn a classic group with members into a consumer group (`can_upgrade` said yes) and
+        append the records that say so, whatever becomes of the heartbeat that asked; raises
+        `NotUpgradable` before changing anything if a member's data cannot be read."""
         generation, protocol = group.generation_id, group.protocol_name
         topics = self._cp.topics()
         members: list[ConsumerMember] = []
+        records: list[RecordKV] = []
         for m in group.members.values():
-            metadata = m.metadata(protocol) if protocol is not None else m.protocols[0][1]
+            # (a member rejoining during PreparingRebalance may have dropped the chosen protocol)
+            chosen = protocol if protocol in m.protocol_names else None
+            metadata = m.metadata(chosen) if chosen is not None else m.protocols[0][1]
             try:
                 subscription = decode_subscription(metadata)
                 assigned = (
@@ -363,24 +374,60 @@ class ClassicMembers:
         group.state = GroupState.EMPTY  # the classic state machine no longer applies
         for member in members:
             self._cp._arm_session(group, member.member_id)
+        self._co._log.append(self._co.partition_for(group.group_id), records, None)
         log.info("group %s: upgraded to the consumer protocol at epoch %d", group.group_id, generation)
 
-    def should_downgrade(self, group: Group, leaving: str) -> bool:
+    def should_downgrade(self, group: Group, leaving: str, *, replaced: bool = False) -> bool:
+        """Whether removing ``leaving`` (or, ``replaced``, a classic static member taking its
+        instance id over) turns the group classic: it is the last consumer-protocol member, the
+        others have a protocol in common, and the group fits ``group.max.size``."""
         cg = group.consumer
         assert cg is not None
         member = cg.members.get(leaving)
+        others = [m for mid, m in cg.members.items() if mid != leaving]
+        common: set[str] | None = None
+        for m in others:
+            if m.classic is None:
+                return False
+            names = {name for name, _ in m.classic.protocols}
+            common = names if common is None else common & names
         return (
             self._cp.settings.downgrades
             and member is not None
             and member.classic is None
-            and len(cg.members) > 1
-            and all(m.classic is not None for mid, m in cg.members.items() if mid != leaving)
-            and len(cg.members) - 1 <= self._cp.settings.classic_max_size
+            and (replaced or bool(others))
+            and (common is None or bool(common))
+            and len(others) + int(replaced) <= self._cp.settings.classic_max_size
         )
 
-    def downgrade(self, group: Group, leaving: str) -> None:
+    def downgrade_for_static_join(self, group: Group, req: JoinRequest) -> bool:
+        """A classic static member (new member id) taking over the instance id of the last
+        consumer-protocol member turns the group classic, with no rebalance: the old member becomes
+        a classic one holding its target assignment, and the JoinGroup then replaces it as any
+        static rejoin does (Kafka's validateOnlineDowngradeWithReplacedMemberId). False if not."""
+        cg = group.consumer
+        assert cg is not None
+        if (
+            req.group_instance_id is None
+            or req.member_id
+            or req.protocol_type != CONSUMER
+            or not req.protocols
+        ):
+            return False
+        held = cg.static_members.get(req.group_instance_id)
+        if held is None or not self.should_downgrade(group, held, replaced=True):
+            return False
+        old = cg.members[held]
+        if not _supported(cg, old, req):
+            return False
+        cg.set_member(old.with_(classic=ClassicMetadata(req.session_timeout_ms, req.protocols)))
+        self.downgrade(group, held, keep=True)
+        return True
+
+    def downgrade(self, group: Group, leaving: str, *, keep: bool = False) -> None:
         """Remove the last consumer-protocol member ``leaving`` and turn the group into a classic
-        group of the others, which then rebalances (`should_downgrade` said yes)."""
+        group of the others, which then rebalances (`should_downgrade` said yes). ``keep``: the
+        member is being replaced by a classic static member and stays, classic, with no rebalance."""
         cg = group.consumer
         assert cg is not None
         records = group_tombstones(group.group_id, cg)
@@ -390,7 +437,7 @@ class ClassicMembers:
         group.generation_id = cg.group_epoch
         group.leader_id = None
         for mid, m in cg.members.items():
-            if mid == leaving or m.classic is None:
+            if (mid == leaving and not keep) or m.classic is None:
                 continue
             member = Member(
                 mid,
@@ -418,11 +465,18 @@ class ClassicMembers:
             group.group_id,
             group.generation_id,
         )
-        self._co._prepare_rebalance(group, f"the last consumer-protocol member {leaving} left")
+        if not keep:
+            self._co._prepare_rebalance(group, f"the last consumer-protocol member {leaving} left")
 
 
 class NotUpgradable(Exception):
     """A member's classic metadata or assignment could not be read."""
+
+
+def _cancel(timers: dict[str, TimerHandle], member_id: str) -> None:
+    handle = timers.pop(member_id, None)
+    if handle is not None:
+        handle.cancel()
 
 
 def _new_member_id() -> str:

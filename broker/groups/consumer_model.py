@@ -103,7 +103,8 @@ class ConsumerGroup:
     subscription_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)  # name -> id, count
     metadata_topics: object = None  # the cluster's topics mapping subscription_metadata was computed from
     session_timers: dict[str, TimerHandle] = field(default_factory=dict)
-    rebalance_timers: dict[str, TimerHandle] = field(default_factory=dict)
+    rebalance_timers: dict[str, TimerHandle] = field(default_factory=dict)  # (classic members: join)
+    sync_timers: dict[str, TimerHandle] = field(default_factory=dict)  # classic members awaiting SyncGroup
 
     def state(self) -> str:
         if not self.members:
@@ -139,7 +140,7 @@ class ConsumerGroup:
         if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
             del self.static_members[member.instance_id]
         self.target.pop(member_id, None)
-        for timers in (self.session_timers, self.rebalance_timers):
+        for timers in (self.session_timers, self.rebalance_timers, self.sync_timers):
             handle = timers.pop(member_id, None)
             if handle is not None:
                 handle.cancel()
@@ -153,7 +154,7 @@ class ConsumerGroup:
                         del self.partition_epochs[(tid, p)]
 
     def cancel_timers(self) -> None:
-        for timers in (self.session_timers, self.rebalance_timers):
+        for timers in (self.session_timers, self.rebalance_timers, self.sync_timers):
             for handle in timers.values():
                 handle.cancel()
             timers.clear()

@@ -256,8 +256,14 @@ class ConsumerProtocol:
             group = self._co._add_group(group_id)
         if group.consumer is None:
             if create and group.members and self._co.classic_members.can_upgrade(group):
+                if len(group.members) >= self.settings.max_size:
+                    raise HeartbeatError(
+                        ErrorCode.GROUP_MAX_SIZE_REACHED,
+                        f"The consumer group has reached its maximum capacity of {self.settings.max_size} "
+                        "members.",
+                    )
                 try:
-                    self._co.classic_members.upgrade(group, records)
+                    self._co.classic_members.upgrade(group)
                 except NotUpgradable:
                     pass
                 else:
@@ -358,7 +364,13 @@ class ConsumerProtocol:
             if joining:
                 if existing is None:
                     return ConsumerMember(member_id), True
-                if existing.member_id != member_id and existing.member_epoch != STATIC_LEAVE_EPOCH:
+                # a classic static member never leaves with -2: a consumer-protocol member taking
+                # its instance id over is its rolling upgrade (Kafka checks only between KIP-848 members)
+                if (
+                    existing.member_id != member_id
+                    and existing.member_epoch != STATIC_LEAVE_EPOCH
+                    and existing.classic is None
+                ):
                     raise HeartbeatError(
                         ErrorCode.UNRELEASED_INSTANCE_ID,
                         f"Static member {existing.member_id} with instance id {req.instance_id} "
@@ -674,6 +686,8 @@ def _metadata_changes(member: ConsumerMember, req: Heartbeat) -> dict[str, Any]:
         changes["subscribed_topic_regex"] = req.subscribed_topic_regex or None
     if req.client_id != member.client_id:
         changes["client_id"] = req.client_id
+    if member.classic is not None:  # a classic member upgraded under its instance id
+        changes["classic"] = None
     if req.client_host != member.client_host:
         changes["client_host"] = req.client_host
     return changes

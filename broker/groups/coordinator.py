@@ -241,10 +241,11 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
         unknown = req.member_id == ""
         group = self._groups.get(req.group_id)
         if group is not None and group.consumer is not None:
-            if group.consumer.members:
+            if group.consumer.members and not self.classic_members.downgrade_for_static_join(group, req):
                 self.classic_members.join(group, req, callback)
                 return
-            self._drop_consumer_state(group)
+            if group.consumer is not None:
+                self._drop_consumer_state(group)
         if group is None:
             if not unknown:
                 callback(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id))

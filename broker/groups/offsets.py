@@ -203,7 +203,8 @@ class GroupOffsets:
         """Committed offsets (None where nothing is committed); ``partitions`` None: all of them.
 
         OffsetFetch v9's member id and epoch are checked for consumer-protocol groups
-        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH) unless both are unset (None, < 0).
+        (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic member) unless
+        both are unset (None, < 0).
         """
         error = self._check(group_id, allow_empty_id=True)
         if error is not None:
@@ -214,7 +215,12 @@ class GroupOffsets:
             if member is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID, {}
             if member.member_epoch != member_epoch:
-                return ErrorCode.STALE_MEMBER_EPOCH, {}
+                stale = (
+                    ErrorCode.ILLEGAL_GENERATION
+                    if member.classic is not None
+                    else ErrorCode.STALE_MEMBER_EPOCH
+                )
+                return stale, {}
         committed = group.offsets if group is not None and not group.is_(GroupState.DEAD) else {}
         if partitions is None:
             return ErrorCode.NONE, dict(committed)

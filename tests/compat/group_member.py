@@ -1,9 +1,10 @@
 """One consumer-group member driven by a real client, run as its own process by the group tests.
 
-    python -m tests.compat.group_member --client kafka-python|aiokafka|confluent-kafka \
+    python -m tests.compat.group_member --client kafka-python|aiokafka|confluent-kafka[-848] \
         --bootstrap HOST:PORT --group G --topic T --out EVENTS.jsonl [--instance-id ID] [--session-ms 6000]
 
-It subscribes with the `range` assignor, commits synchronously after every
+It subscribes with the `range` assignor (``confluent-kafka-848``: with
+``group.protocol=consumer``, the broker assigning), commits synchronously after every
 batch it has processed (auto-commit off), and appends one JSON object per line
 to ``--out`` (flushed per line, so a SIGKILL loses nothing already written)::
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import signal
 import sys
@@ -151,7 +153,9 @@ def run_aiokafka(args: argparse.Namespace, ev: Events) -> None:
     asyncio.run(main())
 
 
-def run_confluent(args: argparse.Namespace, ev: Events) -> None:
+def run_confluent(args: argparse.Namespace, ev: Events, *, kip848: bool = False) -> None:
+    """``kip848``: ``group.protocol=consumer``, whose callbacks are incremental; every change is
+    then written as an "assigned" event holding the whole assignment."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
     config: dict[str, Any] = {
@@ -160,22 +164,34 @@ def run_confluent(args: argparse.Namespace, ev: Events) -> None:
         "client.id": f"ck-{args.instance_id or 'dyn'}",
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
-        "session.timeout.ms": args.session_ms,
-        "heartbeat.interval.ms": args.heartbeat_ms,
         "max.poll.interval.ms": args.max_poll_ms,
-        "partition.assignment.strategy": "range",
         "isolation.level": "read_uncommitted",
     }
+    if kip848:
+        config["group.protocol"] = "consumer"
+    else:
+        config["session.timeout.ms"] = args.session_ms
+        config["heartbeat.interval.ms"] = args.heartbeat_ms
+        config["partition.assignment.strategy"] = "range"
     if args.instance_id:
         config["group.instance.id"] = args.instance_id
     consumer = Consumer(config)
     assignment: list[Any] = []
 
     def on_assign(c: Any, parts: list[Any]) -> None:
-        assignment[:] = parts
+        if kip848:
+            assignment.extend(parts)
+            parts = assignment
+        else:
+            assignment[:] = parts
         ev.write("assigned", tps=sorted([tp.topic, tp.partition] for tp in parts))
 
     def on_revoke(c: Any, parts: list[Any]) -> None:
+        if kip848:
+            gone = {(tp.topic, tp.partition) for tp in parts}
+            assignment[:] = [tp for tp in assignment if (tp.topic, tp.partition) not in gone]
+            ev.write("assigned", tps=sorted([tp.topic, tp.partition] for tp in assignment))
+            return
         assignment.clear()
         ev.write("revoked", tps=sorted([tp.topic, tp.partition] for tp in parts))
 
@@ -208,7 +224,12 @@ def run_confluent(args: argparse.Namespace, ev: Events) -> None:
     ev.write("closed")
 
 
-RUNNERS = {"kafka-python": run_kafka_python, "aiokafka": run_aiokafka, "confluent-kafka": run_confluent}
+RUNNERS = {
+    "kafka-python": run_kafka_python,
+    "aiokafka": run_aiokafka,
+    "confluent-kafka": run_confluent,
+    "confluent-kafka-848": functools.partial(run_confluent, kip848=True),
+}
 
 
 def main(argv: list[str] | None = None) -> int:

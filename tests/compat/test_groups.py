@@ -33,7 +33,10 @@ from tests.wire import RawClient
 
 pytestmark = pytest.mark.timeout(240)
 
-GROUP_ENV = {"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "1000"}
+GROUP_ENV = {
+    "MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "1000",
+    "MINIKAFKA_GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS": "500",  # KIP-848 members settle in seconds
+}
 
 
 @pytest.fixture
@@ -109,6 +112,45 @@ def test_mixed_group_shares_partitions_and_consumes_everything_once(
     assert (
         sum(1 for r in consumed(rest).elements() if r in expected) == sum(len(m.records()) for m in rest) - 60
     )
+
+
+def test_classic_clients_keep_consuming_through_an_upgrade_to_the_consumer_protocol_and_back(
+    gbroker: BrokerProcess, tmp_path: Path, members: list[Member]
+) -> None:
+    """Kafka 4's online migration with clients that only speak the classic protocol: kafka-python
+    and aiokafka (eager, range) share a group; a confluent-kafka member with group.protocol=consumer
+    joins it (the group becomes a consumer-protocol group), the two go on consuming and committing
+    inside it as classic members, and when it leaves the group is classic again."""
+    boot = gbroker.bootstrap
+    create_topic(boot, "migrate", 6)
+    for client in ("kafka-python", "aiokafka"):
+        members.append(Member(client, boot, "migrate-g", "migrate", tmp_path / f"{client}.jsonl"))
+    wait_for(lambda: owned_exactly_once(members, 6, expect_owners=2), 60, "the two classic members")
+    upgraded = Member("confluent-kafka-848", boot, "migrate-g", "migrate", tmp_path / "upgraded.jsonl")
+    members.append(upgraded)
+    wait_for(
+        lambda: owned_exactly_once(members, 6, expect_owners=3), 60, "three members, the upgraded one too"
+    )
+    with RawClient(gbroker.port) as c:
+        listed = c.request(16, 5, {"states_filter": [], "types_filter": ["consumer"]}).groups
+    assert [g.group_id for g in listed] == ["migrate-g"]
+
+    produce(boot, "migrate", 6, 50)
+    expected = {(p, o) for p in range(6) for o in range(50)}
+    wait_for(lambda: set(consumed(members)) == expected, 60, "every record consumed")
+    wait_for(lambda: all_committed(members, 6, 50), 30, "every partition committed")
+    assert set(consumed(members).values()) == {1}, "a record was consumed twice"
+
+    members.remove(upgraded)
+    upgraded.close()
+    wait_for(
+        lambda: owned_exactly_once(members, 6, expect_owners=2), 60, "the classic members owning everything"
+    )
+    wait_for(lambda: stable_with(gbroker.port, "migrate-g", 2), 30, "a Stable classic group of two")
+    produce(boot, "migrate", 6, 10, start=50)
+    more = {(p, o) for p in range(6) for o in range(50, 60)}
+    wait_for(lambda: more <= set(consumed(members)), 60, "the new records")
+    assert sorted(r for r in consumed(members).elements() if r in more) == sorted(more)
 
 
 def test_sigkilled_member_is_replaced_and_others_resume_from_commits(

@@ -18,6 +18,7 @@ from broker.groups.consumer_records import ConsumerKey, decode_value, encode_key
 from broker.groups.coordinator import GroupCoordinator, OffsetCommit
 from broker.groups.records import decode_key
 from protocol.errors import ErrorCode
+from protocol.member_data import decode_assignment
 from tests.unit.group_support import Box, MemoryOffsetsLog, join, joined, make, sync, synced
 
 T1 = uuid.UUID("00000000-0000-0000-0000-000000000001")
@@ -393,8 +394,6 @@ def _classic(topics_: list[str], owned: list[tuple[str, int]] = ()) -> tuple[tup
 
 
 def test_a_classic_member_joins_a_consumer_group_and_revokes_by_rejoining() -> None:
-    from protocol.member_data import decode_assignment
-
     c, clock, log = coordinator(t1=4)
     a = beat(c, clock, "a", 0, subscribe=("t1",))
     assert a.assignment == {T1: frozenset(range(4))}
@@ -456,3 +455,33 @@ def test_a_consumer_protocol_join_upgrades_a_classic_group_if_the_policy_allows(
     beat(c, clock, "a", -1)
     assert c.group("g").consumer is None
     assert c.describe_group("g")[1].state == "PreparingRebalance"
+
+
+def test_static_members_move_between_the_protocols_under_their_instance_ids() -> None:
+    """A rolling upgrade of static members: each restarts with the other protocol and the same
+    group.instance.id, and takes over its old self's partitions."""
+    from protocol.member_data import TopicPartition, encode_assignment
+
+    c, clock, log = coordinator(t1=4)
+    first = join(c, instance="i1", protocols=_classic(["t1"]))
+    clock.advance(3000)
+    j = joined(first)
+    everything = encode_assignment([TopicPartition("t1", p) for p in range(4)], None, 1)
+    stored = sync(c, j, {j.member_id: everything}, instance="i1")
+    clock.run_due()
+    assert synced(stored).error == ErrorCode.NONE
+    # i1 comes back speaking KIP-848 (a classic static member never sends -2 first)
+    up = beat(c, clock, "new-i1", 0, subscribe=("t1",), instance="i1")
+    assert up.error == ErrorCode.NONE and up.assignment == {T1: frozenset(range(4))}
+    cg = c.group("g").consumer
+    assert cg is not None and list(cg.members) == ["new-i1"] and cg.members["new-i1"].classic is None
+    # and back: a classic static join under i1 turns the group classic, no rebalance
+    rejoined = join(c, instance="i1", protocols=_classic(["t1"]))
+    clock.run_due()
+    back = joined(rejoined)
+    assert back.error == ErrorCode.NONE and back.member_id not in ("", "new-i1", j.member_id)
+    assert c.group("g").consumer is None
+    assert c.describe_group("g")[1].state == "Stable"
+    clock.run_due()
+    again = synced(sync(c, back, instance="i1"))
+    assert sorted(p.partition for p in decode_assignment(again.assignment).partitions) == [0, 1, 2, 3]
