@@ -19,7 +19,7 @@ COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose
 CONSOLE_STAMP := $(VENV)/.installed-console
 CONSOLE_PORT ?= 8080
 
-.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-cluster test-faults test-crash fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-cluster test-faults test-crash test-churn fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -83,6 +83,10 @@ test-faults: $(TEST_STAMP) zookeeper-tools fault-tools
 # Brokers and clients SIGKILLed while they work: exactly-once through crashes (issue 18).
 test-crash: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m crash tests/crash
+
+# Consumer groups under random joins, leaves and SIGKILLs, classic and KIP-848 members mixed.
+test-churn: $(TEST_STAMP)
+	$(BIN)/python -m pytest -q -m churn tests/compat
 
 # apt-get only when ip (iproute2) or iptables is missing.
 fault-tools:

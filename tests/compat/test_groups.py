@@ -498,6 +498,7 @@ def _churn(
     assert last == {("churn", p): produced for p in range(partitions)}
 
 
+@pytest.mark.churn
 def test_churn_short(gbroker: BrokerProcess, tmp_path: Path, members: list[Member]) -> None:
     _churn(gbroker.bootstrap, gbroker.data_dir, tmp_path, 10, members, seed=3)  # starts, 2 closes, 2 kills
 
@@ -508,6 +509,7 @@ def test_churn_minute(gbroker: BrokerProcess, tmp_path: Path, members: list[Memb
     _churn(gbroker.bootstrap, gbroker.data_dir, tmp_path, 60, members, seed=int(time.time()))
 
 
+@pytest.mark.churn
 def test_churn_with_both_protocols(gbroker: BrokerProcess, tmp_path: Path, members: list[Member]) -> None:
     """The churn of `test_churn_short` with consumer-protocol members among the classic ones: the
     group upgrades and downgrades as they come and go, and nothing is lost or committed backwards."""
