@@ -36,8 +36,11 @@ Behaviour follows Kafka's GroupMetadataManager:
 - A member that does not heartbeat within ``group.consumer.session.timeout.ms``
   is removed (fenced); one that keeps a partition it must revoke for longer than
   its rebalance timeout too.
-- A group with members of the other protocol answers GROUP_ID_NOT_FOUND here
-  (classic JoinGroup into a consumer group with members: INCONSISTENT_GROUP_PROTOCOL).
+- A classic group with members is upgraded by a joining member, and the group
+  downgraded when its last consumer-protocol member goes, as
+  ``group.consumer.migration.policy`` allows; classic members of a consumer group
+  are served by `broker.groups.classic_members`. A classic group that cannot be
+  upgraded answers GROUP_ID_NOT_FOUND.
 """
 
 from __future__ import annotations

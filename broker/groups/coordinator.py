@@ -2,8 +2,10 @@
 
 Its other parts: `broker.groups.offsets` (commits, fetches, deletes and expiry
 of offsets; inherited) and `broker.groups.consumer_protocol` (KIP-848 groups,
-``self.consumer``). A group uses one protocol at a time (`Group.consumer` is
-set for KIP-848 groups); both keep their offsets the same way.
+``self.consumer``). A group is of one kind at a time (`Group.consumer` is set
+for KIP-848 groups), and both keep their offsets the same way; a KIP-848 group
+may hold classic members, whose JoinGroup, SyncGroup, Heartbeat and LeaveGroup
+go to `broker.groups.classic_members`, which also changes a group's kind.
 
 Contract with callers (the handlers):
 

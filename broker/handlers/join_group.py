@@ -12,6 +12,9 @@ Behavior:
 - Session timeouts outside [group.min.session.timeout.ms,
   group.max.session.timeout.ms]: INVALID_SESSION_TIMEOUT; empty group id:
   INVALID_GROUP_ID; no protocol in common: INCONSISTENT_GROUP_PROTOCOL.
+- Into a KIP-848 group with members, the member joins as a classic member of
+  it (broker/groups/classic_members.py): answered at once, as a follower, at
+  generation = its member epoch, with the broker's assignment in SyncGroup.
 Version notes: v0 has no rebalance timeout (the session timeout is used);
   v4+ new dynamic members get MEMBER_ID_REQUIRED first; v5 adds
   group_instance_id (static membership; FENCED_INSTANCE_ID for a duplicate);
