@@ -93,6 +93,16 @@ def nullable_view_at(view: memoryview, pos: int, n: int) -> tuple[memoryview | N
     return view[pos : pos + n], pos + n
 
 
+class Struct(dict):  # type: ignore[type-arg]
+    """A decoded struct for the hot paths: a dict whose keys read and write as attributes, like
+    construct's `Container` (and equal to one with the same items), but through dict's own C
+    methods. Every field of the version is set, so a missing one is a bug: it raises KeyError."""
+
+    __slots__ = ()
+    __getattr__ = dict.__getitem__
+    __setattr__ = dict.__setitem__
+
+
 class HasTaggedFields(Exception):
     """A tag buffer holds fields: the caller decodes the message with its schema instead."""
 
@@ -117,6 +127,12 @@ class Reader:
         (n,) = I32.unpack_from(self.buf, self.pos)
         self.pos += 4
         return n
+
+    def i32s(self, count: int) -> tuple[int, ...]:
+        """``count`` INT32s in a row (the caller checked they fit: `compact_length` with unit 4)."""
+        values = struct.unpack_from(f">{count}i", self.buf, self.pos)
+        self.pos += 4 * count
+        return values
 
     def i64(self) -> int:
         (n,) = I64.unpack_from(self.buf, self.pos)

@@ -18,7 +18,7 @@ Layout (flexible from v0: compact strings and arrays, tag buffers):
               assignment (INT8 -1 for null, else 1 then: topic_partitions
               [topic_id UUID, partitions [INT32], tags], tags)?, tags
 
-The decoder gives the `Container` the schema gives; a request with tagged
+The decoder gives a `Struct` equal to the `Container` the schema gives; a request with tagged
 fields raises `HasTaggedFields` (the caller decodes it with the schema).
 tests/unit/test_heartbeat_fast.py checks both directions against the schema.
 """
@@ -28,10 +28,10 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from construct import Container, ListContainer
+from construct import ListContainer
 
 from protocol.errors import ProtocolError
-from protocol.fast_reader import Reader, compact_string_bytes
+from protocol.fast_reader import Reader, Struct, compact_string_bytes
 from protocol.varint import encode_uvarint
 
 VERSIONS = range(0, 2)
@@ -50,11 +50,11 @@ def _strings(r: Reader) -> ListContainer | None:
     return ListContainer(r.compact_string() for _ in range(n))
 
 
-def decode_heartbeat_request(buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> Container:
+def decode_heartbeat_request(buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> Struct:
     """Decode a ConsumerGroupHeartbeat v0-1 request body at ``buf[pos]``; ProtocolError if malformed."""
     r = Reader(buf, pos)
     try:
-        out = Container(group_id=r.compact_string(), member_id=r.compact_string(), member_epoch=r.i32())
+        out = Struct(group_id=r.compact_string(), member_id=r.compact_string(), member_epoch=r.i32())
         out.instance_id = r.compact_string(nullable=True)
         out.rack_id = r.compact_string(nullable=True)
         out.rebalance_timeout_ms = r.i32()
@@ -70,9 +70,9 @@ def decode_heartbeat_request(buf: bytes | bytearray | memoryview, version: int, 
             for _ in range(n):
                 topic_id = r.uuid()
                 count = r.compact_length(False, "array count", 4)
-                partitions = ListContainer(r.i32() for _ in range(count))
+                partitions = ListContainer(r.i32s(count))
                 r.no_tags()
-                owned.append(Container(topic_id=topic_id, partitions=partitions))
+                owned.append(Struct(topic_id=topic_id, partitions=partitions))
             out.topic_partitions = owned
         r.no_tags()
     except struct.error:

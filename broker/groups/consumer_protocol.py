@@ -110,7 +110,7 @@ class ConsumerSettings:
         return self.migration_policy in ("bidirectional", "downgrade")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built once per heartbeat, and frozen __init__ costs 5x
 class Heartbeat:
     """One ConsumerGroupHeartbeat request, as the coordinator needs it."""
 
@@ -128,7 +128,7 @@ class Heartbeat:
     client_host: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HeartbeatResult:
     error: ErrorCode
     message: str | None = None
@@ -631,17 +631,35 @@ class ConsumerProtocol:
             self._co._log.append(self._co.partition_for(group.group_id), records, None)
 
     def _arm_session(self, group: Group, member_id: str) -> None:
+        """The member's session now ends a session timeout from now. One timer per member, armed
+        only when it has none: every heartbeat moves the deadline, and the timer, when it fires
+        early, sleeps again until the deadline (a heartbeat no longer cancels and re-arms one)."""
         cg = group.consumer
         assert cg is not None
-        old = cg.session_timers.pop(member_id, None)
-        if old is not None:
-            old.cancel()
         member = cg.members.get(member_id)
         classic = member.classic if member is not None else None
-        cg.session_timers[member_id] = self._co._clock.call_later(
-            classic.session_timeout_ms if classic is not None else self.settings.session_timeout_ms,
-            lambda: self._fence_later(group, member_id, None, "its session expired"),
-        )
+        timeout = classic.session_timeout_ms if classic is not None else self.settings.session_timeout_ms
+        cg.session_deadlines[member_id] = self._co._clock.now_ms() + timeout
+        if member_id not in cg.session_timers:
+            cg.session_timers[member_id] = self._co._clock.call_later(
+                timeout, lambda: self._session_due(group, member_id)
+            )
+
+    def _session_due(self, group: Group, member_id: str) -> None:
+        cg = group.consumer
+        if cg is None or self._co._groups.get(group.group_id) is not group or self._co.closed:
+            return
+        cg.session_timers.pop(member_id, None)
+        deadline = cg.session_deadlines.get(member_id)
+        if deadline is None or member_id not in cg.members:
+            return
+        left = deadline - self._co._clock.now_ms()
+        if left > 0:
+            cg.session_timers[member_id] = self._co._clock.call_later(
+                left, lambda: self._session_due(group, member_id)
+            )
+            return
+        self._fence_later(group, member_id, None, "its session expired")
 
     def _arm_rebalance(self, group: Group, member: ConsumerMember) -> None:
         cg = group.consumer

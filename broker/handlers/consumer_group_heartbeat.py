@@ -31,7 +31,6 @@ from typing import Any
 from broker import registry
 from broker.authorized_operations import denied
 from broker.context import RequestContext
-from broker.groups import deferred
 from broker.groups.consumer_protocol import Heartbeat, HeartbeatResult
 from broker.groups.consumer_records import assignment_of, topic_partitions
 from broker.handlers.join_group import client_host
@@ -92,7 +91,9 @@ def handle(ctx: RequestContext, req: Any) -> Any:
             "assignment": assignment,
         }
 
-    return deferred(lambda cb: ctx.broker.groups.consumer.heartbeat(beat, cb), respond)
+    answers: list[HeartbeatResult] = []  # the coordinator answers heartbeats before returning
+    ctx.broker.groups.consumer.heartbeat(beat, answers.append)
+    return respond(answers[0])
 
 
 registry.register(API_KEY, 0, 1, handle)
