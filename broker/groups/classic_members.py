@@ -46,7 +46,7 @@ from __future__ import annotations
 import base64
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from broker.groups.clock import TimerHandle
@@ -58,15 +58,12 @@ from broker.groups.consumer_model import (
     MemberState,
 )
 from broker.groups.consumer_records import (
-    TARGET_ASSIGNMENT_METADATA,
-    ConsumerKey,
     RecordKV,
     assignment_record,
-    encode_key,
-    encode_value,
     epoch_record,
     group_tombstones,
     member_record,
+    target_epoch_record,
     target_member_record,
 )
 from broker.groups.model import (
@@ -230,7 +227,9 @@ class ClassicMembers:
             return
         _cancel(cg.sync_timers, member_id)
         self._cp._arm_session(group, member_id)
-        callback(SyncResult(ErrorCode.NONE, self._assignment_bytes(member, member.assigned)))
+        callback(
+            SyncResult(ErrorCode.NONE, self._assignment_bytes(member, member.assigned, self._topic_names()))
+        )
 
     def heartbeat(self, group: Group, generation: int, member_id: str, instance_id: str | None) -> ErrorCode:
         cg = group.consumer
@@ -297,11 +296,15 @@ class ClassicMembers:
         )
 
     # -- assignments as classic members see them ---------------------------------------------------
-    def _assignment_bytes(self, member: ConsumerMember, assignment: Assignment) -> bytes:
-        """``assignment`` as a ConsumerProtocolAssignment, at the version of the member's first
-        subscription (at most 3)."""
+    def _topic_names(self) -> dict[uuid.UUID, str]:
+        return {state.topic_id: name for name, state in self._cp.topics().items()}
+
+    def _assignment_bytes(
+        self, member: ConsumerMember, assignment: Assignment, names: Mapping[uuid.UUID, str]
+    ) -> bytes:
+        """``assignment`` as a ConsumerProtocolAssignment (``names``: `_topic_names`), at the
+        version of the member's first subscription (at most 3)."""
         assert member.classic is not None
-        names = {state.topic_id: name for name, state in self._cp.topics().items()}
         partitions = [
             TopicPartition(names[tid], p) for tid, parts in assignment.items() if tid in names for p in parts
         ]
@@ -362,12 +365,7 @@ class ClassicMembers:
         records.append(epoch_record(group.group_id, generation))
         for member in members:
             records.append(target_member_record(group.group_id, member.member_id, member.assigned))
-        records.append(
-            (
-                encode_key(ConsumerKey(TARGET_ASSIGNMENT_METADATA, group.group_id)),
-                encode_value(TARGET_ASSIGNMENT_METADATA, {"assignment_epoch": generation}),
-            )
-        )
+        records.append(target_epoch_record(group.group_id, generation))
         records.extend(assignment_record(group.group_id, member) for member in members)
         group.consumer = cg
         group.protocol_type = CONSUMER
@@ -385,12 +383,9 @@ class ClassicMembers:
         assert cg is not None
         member = cg.members.get(leaving)
         others = [m for mid, m in cg.members.items() if mid != leaving]
-        common: set[str] | None = None
-        for m in others:
-            if m.classic is None:
-                return False
-            names = {name for name, _ in m.classic.protocols}
-            common = names if common is None else common & names
+        if any(m.classic is None for m in others):
+            return False
+        common = _common_protocols(others)
         return (
             self._cp.settings.downgrades
             and member is not None
@@ -436,6 +431,7 @@ class ClassicMembers:
         group.protocol_type = CONSUMER
         group.generation_id = cg.group_epoch
         group.leader_id = None
+        names = self._topic_names()
         for mid, m in cg.members.items():
             if (mid == leaving and not keep) or m.classic is None:
                 continue
@@ -448,7 +444,7 @@ class ClassicMembers:
                 m.classic.session_timeout_ms,
                 CONSUMER,
                 m.classic.protocols,
-                assignment=self._assignment_bytes(m, cg.target.get(mid, {})),
+                assignment=self._assignment_bytes(m, cg.target.get(mid, {}), names),
             )
             group.add(member, None)
             if m.instance_id is not None:
@@ -487,15 +483,18 @@ def _supported(cg: ConsumerGroup, known: ConsumerMember | None, req: JoinRequest
     """Kafka's supportsClassicProtocols: some protocol of the request is one every classic member
     (this one's old entry aside) supports; anything goes while there are none."""
     names = {name for name, _ in req.protocols}
-    if not names:
-        return False
-    for m in cg.members.values():
-        if m.classic is None or m is known:
-            continue
-        names &= {name for name, _ in m.classic.protocols}
-        if not names:
-            return False
-    return True
+    common = _common_protocols(m for m in cg.members.values() if m is not known)
+    return bool(names if common is None else names & common)
+
+
+def _common_protocols(members: Iterable[ConsumerMember]) -> set[str] | None:
+    """The protocol names every classic one of ``members`` supports; None if none is classic."""
+    common: set[str] | None = None
+    for m in members:
+        if m.classic is not None:
+            names = {name for name, _ in m.classic.protocols}
+            common = names if common is None else common & names
+    return common
 
 
 def _by_topic_id(partitions: Sequence[TopicPartition], topics: Mapping[str, TopicState]) -> Assignment:

@@ -66,16 +66,13 @@ from broker.groups.consumer_model import (
     MemberState,
 )
 from broker.groups.consumer_records import (
-    TARGET_ASSIGNMENT_METADATA,
-    ConsumerKey,
     RecordKV,
     assignment_record,
-    encode_key,
-    encode_value,
     epoch_record,
     member_record,
     member_tombstones,
     partition_metadata_record,
+    target_epoch_record,
     target_member_record,
 )
 from broker.groups.model import Group, GroupState
@@ -550,12 +547,7 @@ class ConsumerProtocol:
                 records.append(target_member_record(group.group_id, member_id, assignment))
         cg.target = dict(target)
         cg.assignment_epoch = cg.group_epoch
-        records.append(
-            (
-                encode_key(ConsumerKey(TARGET_ASSIGNMENT_METADATA, group.group_id)),
-                encode_value(TARGET_ASSIGNMENT_METADATA, {"assignment_epoch": cg.assignment_epoch}),
-            )
-        )
+        records.append(target_epoch_record(group.group_id, cg.assignment_epoch))
         log.info("group %s: target assignment for epoch %d (%s)", group.group_id, cg.assignment_epoch, name)
 
     # -- leaving and fencing ---------------------------------------------------------------------
@@ -618,9 +610,18 @@ class ConsumerProtocol:
             group.state_timestamp_ms = self._co._clock.now_ms()  # offsets expire from here
         return records
 
+    def _still_ours(self, group: Group) -> bool:
+        """Whether a timer of ``group`` still concerns this coordinator: the group is still a
+        consumer group it coordinates (not replaced, resigned, downgraded or shut down)."""
+        return (
+            group.consumer is not None
+            and self._co._groups.get(group.group_id) is group
+            and not self._co.closed
+        )
+
     def _fence_later(self, group: Group, member_id: str, epoch: int | None, why: str) -> None:
         cg = group.consumer
-        if cg is None or self._co._groups.get(group.group_id) is not group or self._co.closed:
+        if cg is None or not self._still_ours(group):
             return
         member = cg.members.get(member_id)
         if member is None or (epoch is not None and member.member_epoch != epoch):
@@ -647,7 +648,7 @@ class ConsumerProtocol:
 
     def _session_due(self, group: Group, member_id: str) -> None:
         cg = group.consumer
-        if cg is None or self._co._groups.get(group.group_id) is not group or self._co.closed:
+        if cg is None or not self._still_ours(group):
             return
         cg.session_timers.pop(member_id, None)
         deadline = cg.session_deadlines.get(member_id)

@@ -210,6 +210,12 @@ def epoch_record(group_id: str, epoch: int) -> RecordKV:
     return encode_key(ConsumerKey(GROUP_METADATA, group_id)), encode_value(GROUP_METADATA, {"epoch": epoch})
 
 
+def target_epoch_record(group_id: str, epoch: int) -> RecordKV:
+    """The epoch the group's target assignment was computed for (value 6)."""
+    key = encode_key(ConsumerKey(TARGET_ASSIGNMENT_METADATA, group_id))
+    return key, encode_value(TARGET_ASSIGNMENT_METADATA, {"assignment_epoch": epoch})
+
+
 def partition_metadata_record(group_id: str, metadata: Mapping[str, tuple[uuid.UUID, int]]) -> RecordKV:
     topics = [
         {"topic_id": tid, "topic_name": name, "num_partitions": n, "partition_metadata": []}

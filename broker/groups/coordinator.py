@@ -185,22 +185,23 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
 
     def _abandon(self, group: Group) -> None:
         """Stop a group's timers and answer its waiting JoinGroup/SyncGroup with NOT_COORDINATOR."""
-        if group.join_timer is not None:
-            group.join_timer.cancel()
-            group.join_timer = None
-        if group.sync_timer is not None:
-            group.sync_timer.cancel()
-            group.sync_timer = None
-        for handle in group.pending_members.values():
-            handle.cancel()
+        self._stop_classic(group, ErrorCode.NOT_COORDINATOR)
         if group.consumer is not None:
             group.consumer.cancel_timers()
+
+    def _stop_classic(self, group: Group, error: ErrorCode) -> None:
+        """Cancel the group's classic timers (rebalance, pending members, sessions) and answer its
+        waiting JoinGroup/SyncGroup calls with ``error``."""
+        for timer in (group.join_timer, group.sync_timer, *group.pending_members.values()):
+            if timer is not None:
+                timer.cancel()
+        group.join_timer = group.sync_timer = None
         for member in group.members.values():
             if member.timer is not None:
                 member.timer.cancel()
                 member.timer = None
-            self._invoke_join(member, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
-            self._invoke_sync(member, SyncResult(ErrorCode.NOT_COORDINATOR))
+            self._invoke_join(member, JoinResult(error, member.member_id))
+            self._invoke_sync(member, SyncResult(error))
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self._log.num_partitions)
@@ -873,18 +874,9 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
     def _end_classic_state(self, group: Group, error: ErrorCode) -> None:
         """A classic group changes protocol: answer waiting JoinGroup/SyncGroup calls with ``error``,
         stop every classic timer and forget the classic members."""
-        for timer in (group.join_timer, group.sync_timer, *group.pending_members.values()):
-            if timer is not None:
-                timer.cancel()
-        group.join_timer = group.sync_timer = None
+        self._stop_classic(group, error)
         group.pending_members.clear()
         group.pending_sync.clear()
-        for member in list(group.members.values()):
-            if member.timer is not None:
-                member.timer.cancel()
-                member.timer = None
-            self._invoke_join(member, JoinResult(error, member.member_id))
-            self._invoke_sync(member, SyncResult(error))
         group.members.clear()
         group.static_members.clear()
         group.leader_id = None

@@ -406,7 +406,7 @@ def test_a_classic_member_joins_a_consumer_group_and_revokes_by_rejoining() -> N
         "cooperative-sticky",
         (),
     )
-    assert synced(sync(c, j)).assignment == decode_assignment_bytes([])  # nothing free yet
+    assert synced(sync(c, j)).assignment == assignment_bytes([])  # nothing free yet
     # the KIP-848 member gives up two partitions; the classic member is told to rejoin and gets them
     a2 = beat(c, clock, "a", a.member_epoch, owned={T1: frozenset(range(4))})
     kept = a2.assignment
@@ -424,7 +424,7 @@ def test_a_classic_member_joins_a_consumer_group_and_revokes_by_rejoining() -> N
     assert c2.heartbeat("g", j2.generation_id, j2.member_id, None) == ErrorCode.NONE
 
 
-def decode_assignment_bytes(partitions: list[tuple[str, int]]) -> bytes:
+def assignment_bytes(partitions: list[tuple[str, int]]) -> bytes:
     from protocol.member_data import TopicPartition, encode_assignment
 
     return encode_assignment([TopicPartition(t, p) for t, p in partitions], None, 1)
