@@ -101,6 +101,11 @@ def decode_request(api_key: int, version: int, body: bytes | memoryview, offset:
 
 def decode_response(api_key: int, version: int, body: bytes | memoryview) -> Container:
     """Decode a response body (used by our client and the tests)."""
+    if api_key == 68 and version in heartbeat_fast.VERSIONS:
+        try:
+            return heartbeat_fast.decode_heartbeat_response(body, version)
+        except HasTaggedFields:
+            pass  # the schema names and checks them
     return _decode("RESPONSE", api_key, version, body)
 
 
@@ -115,6 +120,11 @@ def _encode(table: str, api_key: int, version: int, obj: dict[str, Any]) -> byte
 
 
 def encode_request(api_key: int, version: int, obj: dict[str, Any]) -> bytes:
+    if api_key == 68 and version in heartbeat_fast.VERSIONS:
+        try:
+            return heartbeat_fast.encode_heartbeat_request(version, obj)
+        except (KeyError, TypeError, AttributeError, struct.error, UnicodeEncodeError) as exc:
+            raise ProtocolError(f"cannot encode request api 68 v{version}: {exc}") from None
     return _encode("REQUEST", api_key, version, obj)
 
 
