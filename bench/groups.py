@@ -18,19 +18,25 @@ answers):
 2. consumer protocol (KIP-848): a member joins a Stable group of ``--members``
    consumer-protocol members, every member heartbeating as soon as it has its
    answer, until the group is Stable again (one epoch, every partition of a
-   60-partition topic owned once). Compared with 1.'s classic rebalance, which
-   leaves out how members learn of it (a Heartbeat answered
-   REBALANCE_IN_PROGRESS), so the ratio favours the classic protocol. What
-   KIP-848 saves is consumption: only the partitions that move have no owner
-   for a while, so the run also sums partition-milliseconds without an owner,
-   against 60 x the classic round (an eager classic group revokes everything).
+   60-partition topic owned once). The joiner's first heartbeat goes out first
+   (its arrival is the event; the others learn of it from their next
+   heartbeats), its later ones last (a real joiner's next heartbeat comes at
+   its interval, while members told to revoke acknowledge at once): two rounds
+   of heartbeats. (Until this ordering the joiner's first heartbeat went out
+   last, and the others learned of it a round later: three rounds.) Compared
+   with 1.'s classic rebalance, which leaves out how members learn of it (a
+   Heartbeat answered REBALANCE_IN_PROGRESS), so that ratio favours the classic
+   protocol. What KIP-848 saves is consumption: only the partitions that move
+   have no owner for a while, so the run also sums partition-milliseconds
+   without an owner, against 60 x the classic round (an eager classic group
+   revokes everything).
 3. classic join: the event of 2. in a classic group: a member joins a Stable group of
-   ``--members``, the others heartbeating back to back until told REBALANCE_IN_PROGRESS,
-   then JoinGroup and SyncGroup, until every member holds its SyncGroup answer. This is
-   the like-for-like comparison for 2.: both take three round trips per member (KIP-848's
-   three heartbeats; a heartbeat, a JoinGroup and a SyncGroup). The KIP-848 members
-   heartbeat in rounds, all at once; driving them each on its own, as here, measured no
-   faster (7.5 against 6.6 ms).
+   ``--members``, its JoinGroup first, the others heartbeating back to back until told
+   REBALANCE_IN_PROGRESS, then JoinGroup and SyncGroup, until every member holds its
+   SyncGroup answer. This is the like-for-like comparison for 2. The KIP-848 members
+   heartbeat in rounds, all at once; driving them each on its own measured no faster
+   (7.5 against 6.6 ms). 2. and 3. run in alternating chunks, so the machine's drift
+   (which moved the classic median between 2.7 and 5.2 ms from run to run) weighs on both.
 4. commit: ``--committers`` connections each send OffsetCommit requests of 8
    partitions back to back for ``--seconds``; every commit is answered only
    after its __consumer_offsets batch is fsynced (the acks=all rule).
@@ -205,26 +211,27 @@ async def _classic_member(conn: Conn, group: str, member_id: str, generation: in
     return joined.member_id, joined
 
 
-async def bench_classic_join(port: int, members: int, rounds: int) -> list[Row]:
+async def classic_join_times(port: int, members: int, rounds: int) -> list[float]:
     """Classic: a member joins a Stable group of ``members``, the others heartbeating back to
     back, until every member holds its SyncGroup answer; then it leaves (not timed). The
-    event `bench_consumer_rebalance` times, in a classic group."""
-    group = f"bench-classic-join-{time.monotonic_ns()}"  # a fresh group per call
+    joiner's JoinGroup goes out first (it is the event); the others learn of it from their
+    next heartbeats. Returns the seconds of each round; a fresh group per call."""
+    group = f"bench-classic-join-{time.monotonic_ns()}"
     conns = [await Conn.open(port) for _ in range(members + 1)]
     times = []
     try:
         _, ids, generation = await _round(conns[:members], group, [""] * members, b"j")
         for _ in range(rounds):
             start = time.perf_counter()
-            done = await asyncio.gather(
-                *(_classic_member(c, group, m, generation) for c, m in zip(conns, ids, strict=False)),
+            joiner, *done = await asyncio.gather(
                 _classic_member(conns[members], group, "", None),
+                *(_classic_member(c, group, m, generation) for c, m in zip(conns, ids, strict=False)),
             )
             times.append(time.perf_counter() - start)
-            ids = [member_id for member_id, _ in done[:members]]
-            extra, generation = done[members][0], done[0][1].generation_id
+            ids = [member_id for member_id, _ in done]
+            generation = done[0][1].generation_id
             left = await conns[members].send(
-                13, 3, {"group_id": group, "members": [{"member_id": extra, "group_instance_id": None}]}
+                13, 3, {"group_id": group, "members": [{"member_id": joiner[0], "group_instance_id": None}]}
             )
             assert left.error_code == 0, left.error_code
             done = await asyncio.gather(
@@ -234,14 +241,7 @@ async def bench_classic_join(port: int, members: int, rounds: int) -> list[Row]:
     finally:
         for c in conns:
             await c.close()
-    return [
-        (
-            f"classic: a member joins {members} members until Stable (median)",
-            statistics.median(times) * 1000,
-            "ms",
-        ),
-        (f"classic: the same (max of {rounds})", max(times) * 1000, "ms"),
-    ]
+    return times
 
 
 def _heartbeat(
@@ -270,16 +270,23 @@ class _Member848:
 
 
 async def _until_stable(
-    members: list[_Member848], group: str, topic: str, partitions: int
+    members: list[_Member848], group: str, topic: str, partitions: int, joiner: _Member848 | None = None
 ) -> tuple[int, float]:
     """Every member heartbeats at once, again and again, until all share one epoch and own every
     partition exactly once (what a Stable group is). Returns the heartbeat rounds it took and the
-    partition-seconds during which a partition had no owner (nobody could consume it)."""
+    partition-seconds during which a partition had no owner (nobody could consume it).
+
+    ``joiner`` (one of ``members``): its heartbeat goes out first in the first round (its
+    arrival is the event), last in the others: a real joiner's next heartbeat comes at its
+    interval, while members told to revoke acknowledge at once."""
     rounds = 0
     orphaned: dict[int, float] = {}
     idle = 0.0
+    others = [m for m in members if m is not joiner]
     while True:
         rounds += 1
+        if joiner is not None:
+            members = [joiner, *others] if rounds == 1 else [*others, joiner]
         answers = await asyncio.gather(
             *(m.conn.send(68, 1, _heartbeat(group, topic, m.member_id, m.epoch, m.owned)) for m in members)
         )
@@ -298,12 +305,14 @@ async def _until_stable(
             return rounds, idle
 
 
-async def bench_consumer_rebalance(
+async def consumer_join_times(
     port: int, members: int, rounds: int, partitions: int = KIP848_PARTITIONS
-) -> list[Row]:
-    """KIP-848: a member joins a Stable group of ``members`` (every member heartbeating at once)
-    until the group is Stable again; then it leaves (not timed)."""
-    group, topic = "bench-848", "bench-848"
+) -> tuple[list[float], list[int], list[float]]:
+    """KIP-848: a member joins a Stable group of ``members`` (every member heartbeating at once,
+    the joiner first) until the group is Stable again; then it leaves (not timed). Returns, per
+    round, the seconds, the heartbeat rounds and the partition-seconds without an owner; a fresh
+    group per call."""
+    group, topic = f"bench-848-{time.monotonic_ns()}", "bench-848"
     conns = [await Conn.open(port) for _ in range(members + 1)]
     created = await conns[0].send(
         19,
@@ -324,14 +333,15 @@ async def bench_consumer_rebalance(
     )
     assert all(t.error_code in (0, 36) for t in created.topics)
     group_members = [_Member848(c, f"m{i}") for i, c in enumerate(conns[:members])]
-    times, beats, idles = [], [], []
+    times: list[float] = []
+    beats: list[int] = []
+    idles: list[float] = []
     try:
         await _until_stable(group_members, group, topic, partitions)
         for i in range(rounds):
             extra = _Member848(conns[members], f"extra-{i}")
-            everyone = [*group_members, extra]
             start = time.perf_counter()
-            took, idle = await _until_stable(everyone, group, topic, partitions)
+            took, idle = await _until_stable([*group_members, extra], group, topic, partitions, extra)
             times.append(time.perf_counter() - start)
             beats.append(took)
             idles.append(idle)
@@ -341,15 +351,48 @@ async def bench_consumer_rebalance(
     finally:
         for c in conns:
             await c.close()
-    median = statistics.median(times)
+    return times, beats, idles
+
+
+async def bench_joins(port: int, members: int, rounds: int, chunks: int = 4) -> list[Row]:
+    """2. and 3.: ``rounds`` of each, in ``chunks`` alternating runs (which goes first
+    alternates too), so the machine's drift weighs on both alike."""
+    classic: list[float] = []
+    modern: list[float] = []
+    beats: list[int] = []
+    idles: list[float] = []
+    per_chunk = max(1, rounds // chunks)
+    for chunk in range(chunks):
+        for kind in ("classic", "consumer") if chunk % 2 == 0 else ("consumer", "classic"):
+            if kind == "classic":
+                classic += await classic_join_times(port, members, per_chunk)
+            else:
+                t, b, i = await consumer_join_times(port, members, per_chunk)
+                modern, beats, idles = modern + t, beats + b, idles + i
+    n = len(classic)
     return [
-        (f"KIP-848: a member joins {members} members until Stable (median)", median * 1000, "ms"),
-        (f"KIP-848: the same (max of {rounds})", max(times) * 1000, "ms"),
+        (
+            f"classic: a member joins {members} members until Stable (median)",
+            statistics.median(classic) * 1000,
+            "ms",
+        ),
+        (f"classic: the same (max of {n})", max(classic) * 1000, "ms"),
+        (
+            f"KIP-848: a member joins {members} members until Stable (median)",
+            statistics.median(modern) * 1000,
+            "ms",
+        ),
+        (f"KIP-848: the same (max of {n})", max(modern) * 1000, "ms"),
         ("  heartbeat rounds it takes (median)", statistics.median(beats), "rounds"),
         (
-            f"  partition-ms without an owner, {partitions} partitions (median)",
+            f"  partition-ms without an owner, {KIP848_PARTITIONS} partitions (median)",
             statistics.median(idles) * 1000,
             "ms",
+        ),
+        (
+            "  KIP-848 join / classic join (medians, the same event)",
+            statistics.median(modern) / statistics.median(classic),
+            "x",
         ),
     ]
 
@@ -455,25 +498,18 @@ def run(members: int = 10, rounds: int = 20, committers: int = 16, seconds: floa
 
             async def both() -> list[Row]:
                 rows = await bench_rebalance(broker.port, members, rounds)
-                joins = await bench_classic_join(broker.port, members, rounds)
-                modern = await bench_consumer_rebalance(broker.port, members, rounds)
+                joins = await bench_joins(broker.port, members, rounds)
                 # classic (eager): every partition has no owner from the JoinGroups to the SyncGroup answers
                 classic_idle = KIP848_PARTITIONS * rows[0][1]
                 rows += [
                     *joins,
-                    *modern,
-                    (
-                        "  KIP-848 join / classic join (medians, the same event)",
-                        modern[0][1] / joins[0][1],
-                        "x",
-                    ),
-                    ("  KIP-848 join / classic rebalance (medians)", modern[0][1] / rows[0][1], "x"),
+                    ("  KIP-848 join / classic rebalance (medians)", joins[2][1] / rows[0][1], "x"),
                     (
                         f"  classic partition-ms without an owner ({KIP848_PARTITIONS} x median rebalance)",
                         classic_idle,
                         "ms",
                     ),
-                    ("  KIP-848 / classic partition-ms without an owner", modern[3][1] / classic_idle, "x"),
+                    ("  KIP-848 / classic partition-ms without an owner", joins[5][1] / classic_idle, "x"),
                 ]
                 return rows + await bench_commits(broker.port, committers, seconds)
 
