@@ -4,7 +4,11 @@
   this broker advertises; 7 (3.3-IV3) is the oldest Kafka 4.0 accepts.
 - ``group.version`` 1 enables the consumer group protocol (KIP-848); a broker
   that does not serve ConsumerGroupHeartbeat reports level 0.
-- ``transaction.version`` 0: no transactions, so no KIP-890 transaction protocol.
+- ``transaction.version`` 0: transactions work with the protocol clients have always
+  spoken (AddPartitionsToTxn, EndTxn v0-4). Level 2 would tell them to use transactions
+  v2 (KIP-890 part 2: EndTxn and TxnOffsetCommit v5, Produce v12+ adding its partition to
+  the transaction itself, an epoch bump per transaction), which this broker does not
+  implement; a Java producer reads the level and stays at Produce v11 and EndTxn v4 below 2.
 
 Features are fixed for the life of the process, so the finalized epoch is 0.
 """

@@ -7,10 +7,10 @@ fields after correlation_id) from the first flexible version on, except ApiVersi
 """
 
 API_KEYS: dict[int, tuple[str, str, int, int, int | None]] = {
-    0: ("Produce", "produce", 0, 11, 9),
-    1: ("Fetch", "fetch", 0, 17, 12),
+    0: ("Produce", "produce", 0, 13, 9),
+    1: ("Fetch", "fetch", 0, 18, 12),
     2: ("ListOffsets", "list_offsets", 0, 10, 6),
-    3: ("Metadata", "metadata", 0, 12, 9),
+    3: ("Metadata", "metadata", 0, 13, 9),
     8: ("OffsetCommit", "offset_commit", 0, 9, 8),
     9: ("OffsetFetch", "offset_fetch", 0, 9, 6),
     10: ("FindCoordinator", "find_coordinator", 0, 6, 3),
@@ -18,7 +18,7 @@ API_KEYS: dict[int, tuple[str, str, int, int, int | None]] = {
     12: ("Heartbeat", "heartbeat", 0, 4, 4),
     13: ("LeaveGroup", "leave_group", 0, 5, 4),
     14: ("SyncGroup", "sync_group", 0, 5, 4),
-    15: ("DescribeGroups", "describe_groups", 0, 5, 5),
+    15: ("DescribeGroups", "describe_groups", 0, 6, 5),
     16: ("ListGroups", "list_groups", 0, 5, 3),
     17: ("SaslHandshake", "sasl_handshake", 0, 1, None),
     18: ("ApiVersions", "api_versions", 0, 4, 3),
@@ -47,10 +47,10 @@ API_KEYS: dict[int, tuple[str, str, int, int, int | None]] = {
     49: ("AlterClientQuotas", "alter_client_quotas", 0, 1, 1),
     50: ("DescribeUserScramCredentials", "describe_user_scram_credentials", 0, 0, 0),
     51: ("AlterUserScramCredentials", "alter_user_scram_credentials", 0, 0, 0),
-    60: ("DescribeCluster", "describe_cluster", 0, 1, 0),
+    60: ("DescribeCluster", "describe_cluster", 0, 2, 0),
     61: ("DescribeProducers", "describe_producers", 0, 0, 0),
     65: ("DescribeTransactions", "describe_transactions", 0, 0, 0),
-    66: ("ListTransactions", "list_transactions", 0, 1, 0),
+    66: ("ListTransactions", "list_transactions", 0, 2, 0),
     68: ("ConsumerGroupHeartbeat", "consumer_group_heartbeat", 0, 1, 0),
-    69: ("ConsumerGroupDescribe", "consumer_group_describe", 0, 0, 0),
+    69: ("ConsumerGroupDescribe", "consumer_group_describe", 0, 1, 0),
 }

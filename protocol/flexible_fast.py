@@ -48,9 +48,10 @@ from protocol.fast_reader import (
 from protocol.schema import ZERO_UUID
 from protocol.varint import encode_uvarint
 
-PRODUCE_REQUEST_VERSIONS = range(9, 12)
-PRODUCE_RESPONSE_VERSIONS = range(8, 12)
-FETCH_VERSIONS = range(12, 18)
+PRODUCE_REQUEST_VERSIONS = range(9, 14)
+PRODUCE_RESPONSE_VERSIONS = range(8, 14)
+FETCH_VERSIONS = range(12, 19)
+_NO_HIGH_WATERMARK = 2**63 - 1  # Fetch v18's tagged HighWatermark when absent (KIP-1166)
 
 _ACKS_TIMEOUT = struct.Struct(">hi")
 _FETCH_HEAD = struct.Struct(">iiiibii")  # replica_id, max_wait, min_bytes, max_bytes, isolation, session
@@ -71,8 +72,21 @@ class NeedsSchema(Exception):
     """The response has fields the fast encoder leaves to the schema (errors' extras, tagged fields)."""
 
 
-def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) -> Container:
-    """Decode a Produce v9-11 request body at ``buf[pos]``; ProtocolError if malformed.
+def _topic_at(
+    buf: bytes | bytearray | memoryview, pos: int, end: int, by_id: bool, key: str
+) -> tuple[Container, int]:
+    """A topic entry's identity at ``buf[pos]``: its id (UUID) when ``by_id``, else its
+    COMPACT_STRING name under ``key``; with the position after it."""
+    if by_id:
+        return Container(topic_id=_uuid(buf, pos)), pos + 16
+    n, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
+    check_length(n, end - pos, "string length")
+    return Container({key: text_at(buf, pos, n)}), pos + n
+
+
+def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0, version: int = 11) -> Container:
+    """Decode a Produce v9-13 request body at ``buf[pos]``; ProtocolError if malformed. v12 is
+    v11's layout; v13 names each topic by its id (a UUID) instead of its name.
 
     Every request goes through here, so the reads are inlined (a varint below 0x80 is one
     byte; `compact_length_at` reads longer ones) rather than calls of `Reader`'s methods.
@@ -88,11 +102,9 @@ def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) ->
         check_length(topic_count, end - pos, "array count")
         view = memoryview(buf)
         topics = ListContainer()
+        by_id = version >= 13
         for _ in range(topic_count):
-            n, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
-            check_length(n, end - pos, "string length")
-            name = text_at(buf, pos, n)
-            pos += n
+            topic, pos = _topic_at(buf, pos, end, by_id, "name")
             part_count, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
             check_length(part_count, end - pos, "array count")
             partitions = ListContainer()
@@ -115,7 +127,8 @@ def decode_produce_request(buf: bytes | bytearray | memoryview, pos: int = 0) ->
             if buf[pos]:
                 raise HasTaggedFields
             pos += 1
-            topics.append(Container(name=name, partition_data=partitions))
+            topic.partition_data = partitions
+            topics.append(topic)
         if buf[pos]:
             raise HasTaggedFields
     except (struct.error, IndexError):
@@ -140,7 +153,7 @@ def _uuid(buf: bytes | bytearray | memoryview, pos: int) -> uuid.UUID:
 
 
 def decode_fetch_request(buf: bytes | bytearray | memoryview, version: int, pos: int = 0) -> Container:
-    """Decode a Fetch v12-17 request body at ``buf[pos]``; ProtocolError if malformed (reads
+    """Decode a Fetch v12-18 request body at ``buf[pos]``; ProtocolError if malformed (reads
     inlined as in `decode_produce_request`)."""
     end = len(buf)
     try:
@@ -158,14 +171,7 @@ def decode_fetch_request(buf: bytes | bytearray | memoryview, version: int, pos:
         check_length(topic_count, end - pos, "array count")
         topics = ListContainer()
         for _ in range(topic_count):
-            if by_id:
-                topic = Container(topic_id=_uuid(buf, pos))
-                pos += 16
-            else:
-                n, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
-                check_length(n, end - pos, "string length")
-                topic = Container(topic=text_at(buf, pos, n))
-                pos += n
+            topic, pos = _topic_at(buf, pos, end, by_id, "topic")
             part_count, pos = (b - 1, pos + 1) if (b := buf[pos]) < 0x80 else compact_length_at(buf, pos, end)
             check_length(part_count, end - pos, "array count")
             partitions = ListContainer()
@@ -187,6 +193,8 @@ def decode_fetch_request(buf: bytes | bytearray | memoryview, version: int, pos:
                 )
                 if version >= 17:
                     p.replica_directory_id = ZERO_UUID
+                    if version >= 18:
+                        p.high_watermark = _NO_HIGH_WATERMARK
                 partitions.append(p)
             if buf[pos]:
                 raise HasTaggedFields
@@ -244,17 +252,22 @@ def _compact_name(name: str) -> bytes:
 
 
 def encode_produce_response(version: int, obj: dict[str, Any]) -> list[bytes]:
-    """A Produce v8-11 response as one chunk, byte for byte the schema's; `NeedsSchema` if it has extras."""
+    """A Produce v8-13 response as one chunk, byte for byte the schema's; `NeedsSchema` if it has extras.
+    v13 names each topic by its id."""
     if version not in PRODUCE_RESPONSE_VERSIONS:
         raise ProtocolError(f"Produce v{version} has no flexible fast encoder")
     if version >= 10 and obj.get("node_endpoints"):
         raise NeedsSchema
     flexible = version >= 9
+    by_id = version >= 13
     out = bytearray()
     topics = obj["responses"]
     out += encode_uvarint(len(topics) + 1) if flexible else I32.pack(len(topics))
     for topic in topics:
-        out += _compact_name(topic["name"]) if flexible else string_bytes(topic["name"])
+        if by_id:
+            out += topic["topic_id"].bytes
+        else:
+            out += _compact_name(topic["name"]) if flexible else string_bytes(topic["name"])
         parts = topic["partition_responses"]
         out += encode_uvarint(len(parts) + 1) if flexible else I32.pack(len(parts))
         for p in parts:
@@ -274,7 +287,7 @@ def encode_produce_response(version: int, obj: dict[str, Any]) -> list[bytes]:
 
 
 def encode_fetch_response(version: int, r: dict[str, Any]) -> list[bytes]:
-    """A Fetch v12-17 response as chunks whose concatenation is the schema's; `NeedsSchema` if it has
+    """A Fetch v12-18 response as chunks whose concatenation is the schema's; `NeedsSchema` if it has
     tagged fields to write. Record sets larger than a few KB are chunks of their own, not copied."""
     if version not in FETCH_VERSIONS:
         raise ProtocolError(f"Fetch v{version} has no flexible fast encoder")

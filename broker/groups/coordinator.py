@@ -800,6 +800,11 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
             return ErrorCode.NONE, DEAD_SUMMARY  # Kafka: a consumer-protocol group is not described here
         return ErrorCode.NONE, group.summary()
 
+    def is_consumer_group(self, group_id: str) -> bool:
+        """Whether ``group_id`` is a consumer-protocol (KIP-848) group, which DescribeGroups does not describe."""
+        group = self._groups.get(group_id)
+        return group is not None and group.consumer is not None
+
     def list_groups(self) -> tuple[ErrorCode, list[GroupOverview]]:
         if self.closed:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE, []

@@ -1,11 +1,13 @@
-"""ConsumerGroupDescribe: v0, the consumer-protocol groups (KIP-848) as admin tools see them.
+"""ConsumerGroupDescribe: v0-1, the consumer-protocol groups (KIP-848) as admin tools see them.
 
 Behavior:
 - Per group id asked: its state (Empty, Assigning, Reconciling, Stable), group
   epoch, assignment epoch, assignor (the one most members ask for, else the
   first of ``group.consumer.assignors``) and members, each with its
   subscription, epoch, current and target assignment (topic id, name and
-  partitions; a topic deleted since is left out).
+  partitions; a topic deleted since is left out) and (v1, KIP-1099) its type:
+  0 for a member speaking the classic protocol inside the group (it joined
+  with JoinGroup), 1 for a consumer-protocol one.
 - An unknown group, or one using the classic protocol, is GROUP_ID_NOT_FOUND
   with Kafka's message; NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS as the
   other group APIs.
@@ -32,6 +34,7 @@ from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode
 
 API_KEY = 69
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # v1 member_type
 
 
 def _assignment(ctx: RequestContext, assignment: Assignment) -> dict[str, Any]:
@@ -91,6 +94,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
                 "subscribed_topic_regex": m.subscribed_topic_regex,
                 "assignment": _assignment(ctx, m.assigned),
                 "target_assignment": _assignment(ctx, cg.target.get(m.member_id, {})),
+                "member_type": CLASSIC_MEMBER if m.classic is not None else CONSUMER_MEMBER,
             }
             for m in cg.members.values()
         ]
@@ -123,4 +127,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     return {"throttle_time_ms": 0, "groups": groups}
 
 
-registry.register(API_KEY, 0, 0, handle)
+registry.register(API_KEY, 0, 1, handle)

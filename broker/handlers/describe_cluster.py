@@ -1,4 +1,4 @@
-"""DescribeCluster: v0-1.
+"""DescribeCluster: v0-2.
 
 Behavior:
 - The cluster id, the controller (the ZooKeeper controller in a cluster, this
@@ -11,7 +11,11 @@ Behavior:
 - v1 endpoint_type: 1 (brokers) is what a broker answers; 2 (controllers):
   MISMATCHED_ENDPOINT_TYPE, as a Kafka broker answers (only KRaft controllers
   serve it); any other: UNSUPPORTED_ENDPOINT_TYPE.
-Version notes: flexible from v0; v1 adds endpoint_type.
+- v2 include_fenced_brokers / is_fenced (KIP-1073): a fenced broker is a KRaft
+  one that registered but is not unfenced yet; a broker here is listed once it
+  holds its ZooKeeper registration and never fenced, so every broker answers
+  is_fenced false and there are no others to include.
+Version notes: flexible from v0; v1 adds endpoint_type; v2 the fencing fields.
 Leaves out: throttling.
 """
 
@@ -45,7 +49,13 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             "brokers": [],
         }
     brokers = [
-        {"broker_id": n["node_id"], "host": n["host"], "port": n["port"], "rack": n["rack"]}
+        {
+            "broker_id": n["node_id"],
+            "host": n["host"],
+            "port": n["port"],
+            "rack": n["rack"],
+            "is_fenced": False,
+        }
         for n in leader_hints.node_endpoints(ctx)
     ]
     return {
@@ -61,4 +71,4 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     }
 
 
-registry.register(API_KEY, 0, 1, handle)
+registry.register(API_KEY, 0, 2, handle)

@@ -1,4 +1,4 @@
-"""Fetch: v4-17.
+"""Fetch: v4-18.
 
 Behavior:
 - Every requested partition is in the answer, empty ones included (kafka-python
@@ -41,7 +41,9 @@ Version notes: v7+ answer session_id 0 (no incremental fetch sessions) and
 - v13+ names topics by ID, in requests and answers: an unknown ID answers
   UNKNOWN_TOPIC_ID for each of its partitions.
 Version notes: v12 is flexible, v13 topic IDs, v15 replica_state instead of
-  replica_id, v16 node_endpoints, v17 replica_directory_id (ignored).
+  replica_id, v16 node_endpoints, v17 replica_directory_id (ignored), v18 a
+  tagged high_watermark that KRaft's replication sends (KIP-1166; ignored: a
+  consumer's v18 fetch is answered as v17).
 - Authorization (with an authorizer configured; none: nothing is checked), as
   KafkaApis: a follower fetch (replica id >= 0) needs CLUSTER_ACTION on the
   cluster, else every partition answers TOPIC_AUTHORIZATION_FAILED; a consumer
@@ -273,4 +275,4 @@ async def _long_poll(
             return _answer(ctx, req, responses, errored)
 
 
-registry.register(API_KEY, 4, 17, handle)
+registry.register(API_KEY, 4, 18, handle)

@@ -1,4 +1,4 @@
-"""Metadata: v0-12.
+"""Metadata: v0-13.
 
 Behavior:
 - Brokers, controller and every partition's leader, leader epoch, replicas,
@@ -34,7 +34,9 @@ Behavior:
 Version notes: v1 adds rack/controller/is_internal, v2 cluster_id, v3 throttle,
   v4 allow_auto_topic_creation, v5 offline_replicas, v6 LISTENER_NOT_FOUND,
   v7 leader_epoch, v8 authorized operations, v9 flexible, v10 topic_id,
-  v11 drops the cluster's operations, v12 lookups by topic ID.
+  v11 drops the cluster's operations, v12 lookups by topic ID, v13 a top-level
+  error_code (KIP-1102: REBOOTSTRAP_REQUIRED, which no Kafka 4.1 broker sets;
+  always 0 here too).
 Leaves out: racks (null).
 """
 
@@ -199,7 +201,8 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         "controller_id": cluster.controller_id,
         "topics": topics,
         "cluster_authorized_operations": cluster_operations,
+        "error_code": ErrorCode.NONE,
     }
 
 
-registry.register(API_KEY, 0, 12, handle)
+registry.register(API_KEY, 0, 13, handle)

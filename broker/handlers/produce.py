@@ -1,4 +1,4 @@
-"""Produce: v3-11 (v0-2 advertised, rejected if sent).
+"""Produce: v3-13 (v0-2 advertised, rejected if sent).
 
 Behavior:
 - Per partition: the record set must be one or more RecordBatch v2 whose sizes,
@@ -48,7 +48,12 @@ Behavior:
   (node_endpoints), as KIP-951 (`broker.leader_hints`).
 Version notes: v5+ carry log_start_offset in the response; v3-8 share the
   request layout; v8 adds record_errors and error_message; v9 is flexible;
-  v10 adds the leader hints; v11 is v10's layout.
+  v10 adds the leader hints; v11 and v12 are v10's layout (v12's meaning inside
+  a transaction, the partition added to it by the produce itself, is
+  transactions v2 of KIP-890, which clients use only when the broker finalizes
+  transaction.version 2: minikafka does not, so a transactional v12 request is
+  checked like v11); v13 names each topic by its id (KIP-516), and an id no
+  topic has answers UNKNOWN_TOPIC_ID for each of its partitions.
 - Authorization (with an authorizer configured; none: nothing is checked), as
   KafkaApis: a request carrying a transactional batch needs a transactional_id
   and WRITE on it, else every partition answers
@@ -249,6 +254,22 @@ def _denied_transaction(ctx: RequestContext, req: Any) -> bool:
     return _has_transactional_batch(req)
 
 
+def _topic_names(ctx: RequestContext, req: Any) -> list[str | None]:
+    """Each topic's name; v13 names topics by id (None: no topic has that id)."""
+    if ctx.version < 13:
+        return [t.name for t in req.topic_data]
+    topic_name = ctx.broker.cluster.topic_name
+    return [topic_name(t.topic_id) for t in req.topic_data]
+
+
+def _topic_response(ctx: RequestContext, topic: Any, name: str | None, parts: list[Any]) -> dict[str, Any]:
+    """A topic's entry of the answer: by name, and by id in v13 (the name stays for the leader hints)."""
+    entry = {"name": name, "partition_responses": parts}
+    if ctx.version >= 13:
+        entry["topic_id"] = topic.topic_id
+    return entry
+
+
 def _refused(ctx: RequestContext, req: Any, code: ErrorCode) -> dict[str, Any] | None:
     """Every partition answers ``code`` (Kafka's ProduceRequest error response); acks=0: no answer."""
     if req.acks == 0:
@@ -256,11 +277,10 @@ def _refused(ctx: RequestContext, req: Any, code: ErrorCode) -> dict[str, Any] |
     error = KafkaError("Transactional Id authorization failed.", code)
     return {
         "responses": [
-            {
-                "name": topic.name,
-                "partition_responses": [_error_result(ctx, pd.index, error) for pd in topic.partition_data],
-            }
-            for topic in req.topic_data
+            _topic_response(
+                ctx, topic, name, [_error_result(ctx, pd.index, error) for pd in topic.partition_data]
+            )
+            for topic, name in zip(req.topic_data, _topic_names(ctx, req), strict=True)
         ],
         "throttle_time_ms": 0,
     }
@@ -268,26 +288,21 @@ def _refused(ctx: RequestContext, req: Any, code: ErrorCode) -> dict[str, Any] |
 
 def handle(ctx: RequestContext, req: Any) -> Any:
     acks = req.acks
+    names = _topic_names(ctx, req)
     forbidden: frozenset[str] = frozenset()
     if ctx.broker.security.authorizer is not None:
         if _denied_transaction(ctx, req):
             return _refused(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-        forbidden = denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in req.topic_data))
+        forbidden = denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (n for n in names if n is not None))
     now_ms = int(time.time() * 1000)
     responses: list[dict[str, Any]] = []
     to_sync: list[tuple[dict[str, Any], Partition, int]] = []
-    for topic in req.topic_data:
+    for topic, name in zip(req.topic_data, names, strict=True):
         parts = []
-        if forbidden and topic.name in forbidden:
-            responses.append(
-                {
-                    "name": topic.name,
-                    "partition_responses": [
-                        _partition_result(pd.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
-                        for pd in topic.partition_data
-                    ],
-                }
-            )
+        if name is None or (forbidden and name in forbidden):
+            code = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            parts = [_partition_result(pd.index, code) for pd in topic.partition_data]
+            responses.append(_topic_response(ctx, topic, name, parts))
             continue
         for pd in topic.partition_data:
             if acks not in (-1, 0, 1):
@@ -295,20 +310,20 @@ def handle(ctx: RequestContext, req: Any) -> Any:
                 continue
             try:
                 result, part, last = _append(
-                    ctx, topic.name, pd.index, pd.records, acks, now_ms, req.transactional_id
+                    ctx, name, pd.index, pd.records, acks, now_ms, req.transactional_id
                 )
             except KafkaError as exc:
-                log.debug("produce %s-%d rejected: %s", topic.name, pd.index, exc)
-                result, part, last = _error_result(ctx, pd.index, exc, topic.name), None, -1
+                log.debug("produce %s-%d rejected: %s", name, pd.index, exc)
+                result, part, last = _error_result(ctx, pd.index, exc, name), None, -1
             except OSError as exc:
-                log.error("produce %s-%d: storage error: %s", topic.name, pd.index, exc)
+                log.error("produce %s-%d: storage error: %s", name, pd.index, exc)
                 result, part, last = _partition_result(pd.index, ErrorCode.KAFKA_STORAGE_ERROR), None, -1
             parts.append(result)
             if part is not None and (
                 acks == -1 or part.log.unflushed_messages >= part.log.config.flush_interval_messages
             ):
                 to_sync.append((result, part, last))
-        responses.append({"name": topic.name, "partition_responses": parts})
+        responses.append(_topic_response(ctx, topic, name, parts))
     response = {"responses": responses, "throttle_time_ms": 0}
     quotas = ctx.broker.security.quotas
     if quotas.enabled:  # producer_byte_rate, acks=0 included (broker/security/quotas.py)
@@ -343,4 +358,4 @@ async def _after_fsync(
     return _with_leader_hints(ctx, response)
 
 
-registry.register(API_KEY, 3, 11, handle, advertise_min=0)
+registry.register(API_KEY, 3, 13, handle, advertise_min=0)

@@ -86,7 +86,7 @@ def decode_request(api_key: int, version: int, body: bytes | memoryview, offset:
             if version in produce_fast.REQUEST_VERSIONS:
                 return produce_fast.decode_produce_request(body, offset)
             if version in flexible_fast.PRODUCE_REQUEST_VERSIONS:
-                return flexible_fast.decode_produce_request(body, offset)
+                return flexible_fast.decode_produce_request(body, offset, version)
         elif api_key == 1:  # every consumer and follower round trip: the same
             if version in fetch_fast.VERSIONS:
                 return fetch_fast.decode_fetch_request(body, version, offset)

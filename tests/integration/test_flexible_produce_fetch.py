@@ -1,4 +1,4 @@
-"""Produce v3-11 and Fetch v4-17 against a broker process: every version, topic IDs, diverging epochs."""
+"""Produce v3-13 and Fetch v4-18 against a broker process: every version, topic IDs, diverging epochs."""
 
 from __future__ import annotations
 
@@ -32,14 +32,20 @@ def create(c: RawClient, name: str, partitions: int = 1, **configs: str) -> uuid
     return made.topic_id
 
 
-def produce(c: RawClient, version: int, topic: str, records: bytes, partition: int = 0) -> Any:
+def produce(
+    c: RawClient, version: int, topic: str, records: bytes, partition: int = 0, topic_id: uuid.UUID = ZERO
+) -> Any:
+    """The partition's answer; v13 names the topic by ``topic_id`` and must be answered under it."""
+    named = {"topic_id": topic_id} if version >= 13 else {"name": topic}
     body = {
         "transactional_id": None,
         "acks": 1,
         "timeout_ms": 5000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": partition, "records": records}]}],
+        "topic_data": [{**named, "partition_data": [{"index": partition, "records": records}]}],
     }
-    return c.request(0, version, body).responses[0].partition_responses[0]
+    (answer,) = c.request(0, version, body).responses
+    assert (answer.topic_id if version >= 13 else answer.name) == (topic_id if version >= 13 else topic)
+    return answer.partition_responses[0]
 
 
 def fetch_body(version: int, topic: str, topic_id: uuid.UUID, offset: int, **kw: Any) -> dict[str, Any]:
@@ -79,16 +85,16 @@ def values(records: bytes | None) -> list[bytes | None]:
 def test_every_produce_and_fetch_version(broker: BrokerProcess) -> None:
     with RawClient(broker.port) as c:
         topic_id = create(c, "t")
-        for version in range(3, 12):
-            r = produce(c, version, "t", batch(b"v%d" % version))
+        for version in range(3, 14):
+            r = produce(c, version, "t", batch(b"v%d" % version), topic_id=topic_id)
             assert (r.error_code, r.base_offset) == (0, version - 3)
-        expected = [b"v%d" % v for v in range(3, 12)]
-        for version in range(4, 18):
+        expected = [b"v%d" % v for v in range(3, 14)]
+        for version in range(4, 19):
             resp = fetch(c, version, "t", topic_id, 0)
             (topic,) = resp.responses
             assert (topic.topic_id if version >= 13 else topic.topic) == (topic_id if version >= 13 else "t")
             (p,) = topic.partitions
-            assert (p.error_code, p.high_watermark) == (0, 9)
+            assert (p.error_code, p.high_watermark) == (0, 11)
             assert values(p.records) == expected
 
 
@@ -104,6 +110,12 @@ def test_fetch_by_topic_id(broker: BrokerProcess) -> None:
         produce(c, 11, "t", batch(b"new"))
         assert fetch(c, 17, "t", old, 0).responses[0].partitions[0].error_code == E.UNKNOWN_TOPIC_ID
         assert values(fetch(c, 17, "t", new, 0).responses[0].partitions[0].records) == [b"new"]
+        # Produce v13 names topics by id too: the deleted topic's id, and one no topic ever had, are
+        # UNKNOWN_TOPIC_ID (v12 and older say UNKNOWN_TOPIC_OR_PARTITION for an unknown name)
+        for gone in (old, unknown, ZERO):
+            assert produce(c, 13, "t", batch(b"lost"), topic_id=gone).error_code == E.UNKNOWN_TOPIC_ID
+        assert produce(c, 13, "t", batch(b"by id"), topic_id=new).base_offset == 1
+        assert values(fetch(c, 18, "t", new, 0).responses[0].partitions[0].records) == [b"new", b"by id"]
 
 
 def test_long_poll_by_topic_id_wakes_on_append(broker: BrokerProcess) -> None:
@@ -153,3 +165,6 @@ def test_tagged_fields_in_requests_are_read(broker: BrokerProcess) -> None:
         produce(c, 11, "t", batch(b"x"))
         tagged = fetch(c, 17, "t", topic_id, 0, cluster_id="someone", replica_state={"replica_id": -1})
         assert values(tagged.responses[0].partitions[0].records) == [b"x"]
+        body = fetch_body(18, "t", topic_id, 0)
+        body["topics"][0]["partitions"][0]["high_watermark"] = 0  # KIP-1166's tag: read, and ignored
+        assert values(c.request(1, 18, body).responses[0].partitions[0].records) == [b"x"]

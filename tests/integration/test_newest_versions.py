@@ -1,5 +1,6 @@
-"""The newest versions of ListOffsets, the offset and membership group APIs, configs and the
-smaller admin APIs, against a broker process, with the behaviour each version adds.
+"""The newest versions of ListOffsets, the offset and membership group APIs, configs, the
+smaller admin APIs and those Kafka 4.0/4.1 added, against a broker process, with the
+behaviour each version adds.
 
 Raw sockets with our own encoder; the layouts themselves are checked against Kafka's JSON
 in tests/unit/test_vectors.py.
@@ -7,11 +8,13 @@ in tests/unit/test_vectors.py.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
 from protocol.errors import ErrorCode
+from protocol.member_data import encode_subscription
 from protocol.records import Record, build_batch
 from tests.broker_process import BrokerProcess
 from tests.integration.test_groups_wire import create_topic, join_body, sync_body
@@ -406,3 +409,87 @@ def test_describe_configs_names_the_broker_key_a_value_comes_from(tmp_path) -> N
             assert [(s.name, s.value, s.source) for s in entry.synonyms] == [("log.retention.hours", "24", 4)]
     finally:
         assert proc.stop() == 0, proc.log()
+
+
+def _heartbeat(group: str, member: str, topic: str) -> dict[str, Any]:
+    return {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": 0,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout_ms": 10_000,
+        "subscribed_topic_names": [topic],
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": [],
+    }
+
+
+def test_versions_kafka_4_1_added(gbroker: BrokerProcess) -> None:
+    """Metadata v13, DescribeGroups v6, ConsumerGroupDescribe v1, DescribeCluster v2 and
+    ListTransactions v2 (Kafka 4.0/4.1's JSON), each with what it adds."""
+    with RawClient(gbroker.port) as c:
+        create_topic(c, "v41", 2)
+        meta = c.request(3, 13, {"topics": None, "allow_auto_topic_creation": False})
+        assert meta.error_code == 0 and "v41" in [t.name for t in meta.topics]
+
+        # a consumer-protocol group with one member of each kind (the classic one joined with JoinGroup)
+        assert c.request(68, 1, _heartbeat("g848", "m-consumer", "v41")).error_code == 0
+        metadata = encode_subscription(["v41"], version=1)
+        joined = c.request(11, 9, join_body("g848", "m-classic", protocols=(("range", metadata),)))
+        assert joined.error_code == 0, joined.error_code
+        described = c.request(69, 1, {"group_ids": ["g848"], "include_authorized_operations": False})
+        (group,) = described.groups
+        assert sorted((m.member_id, m.member_type) for m in group.members) == [
+            ("m-classic", 0),
+            ("m-consumer", 1),
+        ]
+
+        # DescribeGroups: v6 says why it cannot describe a group; v5 answers "Dead" and no error
+        first = c.request(11, 9, join_body("classic"))
+        assert first.error_code == E.MEMBER_ID_REQUIRED
+        assert c.request(11, 9, join_body("classic", first.member_id)).error_code == 0
+        asked = {"groups": ["nope", "g848", "classic"], "include_authorized_operations": False}
+        v6 = c.request(15, 6, asked).groups
+        assert [(g.error_code, g.error_message, g.group_state) for g in v6[:2]] == [
+            (E.GROUP_ID_NOT_FOUND, "Group nope not found.", "Dead"),
+            (E.GROUP_ID_NOT_FOUND, "Group g848 is not a classic group.", "Dead"),
+        ]
+        assert (v6[2].error_code, v6[2].error_message) == (0, None) and v6[2].group_state != "Dead"
+        v5 = c.request(15, 5, asked).groups
+        assert [(g.error_code, g.group_state) for g in v5[:2]] == [(0, "Dead"), (0, "Dead")]
+
+        cluster = c.request(60, 2, {"include_cluster_authorized_operations": False, "endpoint_type": 1})
+        assert cluster.error_code == 0 and [b.is_fenced for b in cluster.brokers] == [False]
+
+        ids = ["orders-1", "orders-2", "billing"]
+        deadline = time.monotonic() + 30
+        while True:  # the first FindCoordinator of a transactional id creates __transaction_state
+            found = c.request(10, 4, {"key_type": 1, "coordinator_keys": ids}).coordinators
+            if all(f.error_code == 0 for f in found) or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        for txn_id in ids:
+            got = c.request(
+                22,
+                5,
+                {
+                    "transactional_id": txn_id,
+                    "transaction_timeout_ms": 10_000,
+                    "producer_id": -1,
+                    "producer_epoch": -1,
+                },
+            )
+            assert got.error_code == 0
+
+        def listed(pattern: str | None, version: int = 2) -> tuple[int, list[str]]:
+            body = {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
+            resp = c.request(66, version, {**body, "transactional_id_pattern": pattern})
+            return resp.error_code, sorted(t.transactional_id for t in resp.transaction_states)
+
+        everyone = ["billing", "orders-1", "orders-2"]
+        assert listed(None) == listed("") == listed("orders", 1) == (0, everyone)
+        assert listed("orders-.*") == (0, ["orders-1", "orders-2"])
+        assert listed("orders") == (0, [])  # the whole id must match
+        assert listed("(") == (E.INVALID_REGULAR_EXPRESSION, [])
