@@ -32,8 +32,14 @@ $(TEST_STAMP): pyproject.toml | $(VENV)/bin/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $@ $(RUN_STAMP)
 
+# @confluentinc/kafka-javascript compiles the librdkafka it bundles when its prebuilt binary (on
+# GitHub) cannot be fetched: linked against the system's zlib, OpenSSL and zstd (CKJS_LINKING=dynamic;
+# .ci/run installs their -dev packages) and built with the installed Node's headers
+# (npm_config_nodedir) instead of headers downloaded from nodejs.org.
+NODE_PREFIX := $(shell node -p "require('path').resolve(process.execPath, '../..')" 2>/dev/null)
+
 $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json
-	cd tests/node && npm ci --no-audit --no-fund --loglevel=error
+	cd tests/node && CKJS_LINKING=dynamic npm_config_nodedir=$(NODE_PREFIX) npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 node-clients: $(NODE_STAMP)

