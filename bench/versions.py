@@ -10,10 +10,10 @@ count after producing, and one decoded answer of each fetch version.
 
 - produce: ``REQUESTS`` Produce requests of one 10-record batch (100 B
   values) to one partition, acks=1, ``WINDOW`` in flight, at v7 (the newest
-  of Kafka 2.x's layout) and at v11 (flexible);
+  of Kafka 2.x's layout) and at v13 (Kafka 4.1's newest: flexible, by topic ID);
 - fetch: the same number of Fetch requests, each reading one of those
-  batches (offsets known in advance), at v11 (by name) and at v17 (flexible,
-  by topic ID).
+  batches (offsets known in advance), at v11 (by name) and at v18 (Kafka
+  4.1's newest: flexible, by topic ID).
 
 Each figure is the best of ``ROUNDS`` rounds, the versions alternating (and
 which goes first) so that the machine's drift hits both. Goal (issue 17): new / old >= 0.95.
@@ -89,13 +89,14 @@ def _send_all(port: int, frames: list[bytearray]) -> float:
         return len(frames) / (time.perf_counter() - start)
 
 
-def _produce_frames(topic: str, version: int, requests: int) -> list[bytearray]:
+def _produce_frames(topic: str, version: int, requests: int, topic_id: uuid.UUID) -> list[bytearray]:
     batch = bytes(build_batch([(b"k", VALUE, int(time.time() * 1000), None)] * RECORDS_PER_BATCH))
+    named = {"topic_id": topic_id} if version >= 13 else {"name": topic}
     body = {
         "transactional_id": None,
         "acks": 1,
         "timeout_ms": 30_000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+        "topic_data": [{**named, "partition_data": [{"index": 0, "records": batch}]}],
     }
     frame = _frame(0, version, body)
     return [bytearray(frame) for _ in range(requests)]
@@ -162,7 +163,8 @@ def run(quick: bool = False) -> dict[str, float]:
         broker = BrokerProcess(Path(tmp) / "data").start()
         try:
             with RawClient(broker.port) as c:
-                for name in ("p7", "p11", "f"):
+                ids = {}
+                for name in ("p7", "p13", "f"):
                     topic = {
                         "name": name,
                         "num_partitions": 1,
@@ -173,16 +175,16 @@ def run(quick: bool = False) -> dict[str, float]:
                     made = c.request(19, 7, {"topics": [topic], "timeout_ms": 5000}).topics[0]
                     if made.error_code:
                         raise RuntimeError(f"create {name}: error {made.error_code}")
-                    if name == "f":
-                        topic_id = made.topic_id
-            produce = {v: _produce_frames(f"p{v}", v, requests) for v in (7, 11)}
+                    ids[name] = made.topic_id
+                topic_id = ids["f"]
+            produce = {v: _produce_frames(f"p{v}", v, requests, ids[f"p{v}"]) for v in (7, 13)}
             pid = broker.proc.pid if broker.proc else None
             for i in range(ROUNDS):
-                for v in (7, 11) if i % 2 == 0 else (11, 7):
+                for v in (7, 13) if i % 2 == 0 else (13, 7):
                     _best(fig, f"produce_v{v}", _timed(broker.port, produce[v], pid))
             stored = {}
             with RawClient(broker.port) as c:
-                for v in (7, 11):
+                for v in (7, 13):
                     answer = c.request(
                         2,
                         3,
@@ -195,33 +197,33 @@ def run(quick: bool = False) -> dict[str, float]:
                         },
                     )
                     stored[v] = answer.topics[0].partitions[0].offset
-            for v in (7, 11):
+            for v in (7, 13):
                 if stored[v] != ROUNDS * requests * RECORDS_PER_BATCH:
                     raise RuntimeError(f"produce v{v}: {stored[v]} records stored")
             # The fetch topic: REQUESTS batches; each fetch reads exactly one.
-            _pipeline(broker.port, _produce_frames("f", 11, requests))
+            _pipeline(broker.port, _produce_frames("f", 11, requests, topic_id))
             with RawClient(broker.port) as c:  # max 1 byte: the first batch, whole
                 first = c.request(1, 11, _fetch_body(11, "f", topic_id, 0, 1))
             batch_bytes = len(first.responses[0].partitions[0].records)
-            fetch = {v: _fetch_frames(v, "f", topic_id, batch_bytes, requests) for v in (11, 17)}
-            for v in (11, 17):
+            fetch = {v: _fetch_frames(v, "f", topic_id, batch_bytes, requests) for v in (11, 18)}
+            for v in (11, 18):
                 _check_fetch(broker.port, v, "f", topic_id, batch_bytes)
             for i in range(ROUNDS):
-                for v in (11, 17) if i % 2 == 0 else (17, 11):
+                for v in (11, 18) if i % 2 == 0 else (18, 11):
                     _best(fig, f"fetch_v{v}", _timed(broker.port, fetch[v], pid))
         finally:
             broker.stop()
-    fig["produce_ratio"] = fig["produce_v11"] / fig["produce_v7"]
-    fig["fetch_ratio"] = fig["fetch_v17"] / fig["fetch_v11"]
-    fig["produce_cpu_ratio"] = fig["produce_v7_cpu_us"] / fig["produce_v11_cpu_us"]
-    fig["fetch_cpu_ratio"] = fig["fetch_v11_cpu_us"] / fig["fetch_v17_cpu_us"]
+    fig["produce_ratio"] = fig["produce_v13"] / fig["produce_v7"]
+    fig["fetch_ratio"] = fig["fetch_v18"] / fig["fetch_v11"]
+    fig["produce_cpu_ratio"] = fig["produce_v7_cpu_us"] / fig["produce_v13_cpu_us"]
+    fig["fetch_cpu_ratio"] = fig["fetch_v11_cpu_us"] / fig["fetch_v18_cpu_us"]
     print(f"\n== Produce and Fetch: newest versions beside the old ones (best of {ROUNDS} rounds) ==")
     print(f"  {'':38} {'req/s':>9} {'broker CPU/req':>15}")
     rows = (
         ("produce v7  (Kafka 2.x layout)", "produce_v7", None),
-        ("produce v11 (flexible)", "produce_v11", "produce"),
+        ("produce v13 (flexible, by topic ID)", "produce_v13", "produce"),
         ("fetch v11   (by name)", "fetch_v11", None),
-        ("fetch v17   (flexible, by topic ID)", "fetch_v17", "fetch"),
+        ("fetch v18   (flexible, by topic ID)", "fetch_v18", "fetch"),
     )
     for label, key, ratio in rows:
         line = f"  {label:38} {fig[key]:>9,.0f} {fig[key + '_cpu_us']:>12.1f} us"
