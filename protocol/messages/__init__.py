@@ -45,6 +45,10 @@ _FAST_ENCODERS = {
 }
 
 
+# What a hand-written encoder raises for a value the schema would refuse (answered as ProtocolError).
+_FAST_ENCODE_ERRORS = (KeyError, TypeError, AttributeError, struct.error, UnicodeEncodeError)
+
+
 def register(module: ModuleType) -> None:
     MODULES[module.API_KEY] = module
     API_NAMES[module.API_KEY] = module.NAME
@@ -123,7 +127,7 @@ def encode_request(api_key: int, version: int, obj: dict[str, Any]) -> bytes:
     if api_key == 68 and version in heartbeat_fast.VERSIONS:
         try:
             return heartbeat_fast.encode_heartbeat_request(version, obj)
-        except (KeyError, TypeError, AttributeError, struct.error, UnicodeEncodeError) as exc:
+        except _FAST_ENCODE_ERRORS as exc:
             raise ProtocolError(f"cannot encode request api 68 v{version}: {exc}") from None
     return _encode("REQUEST", api_key, version, obj)
 
@@ -146,7 +150,7 @@ def encode_response_parts(api_key: int, version: int, obj: dict[str, Any]) -> li
                 return fast(version, obj)
             except flexible_fast.NeedsSchema:
                 break  # fields the fast encoder leaves to the schema
-            except (KeyError, TypeError, AttributeError, struct.error, UnicodeEncodeError) as exc:
+            except _FAST_ENCODE_ERRORS as exc:
                 raise ProtocolError(f"cannot encode response api {api_key} v{version}: {exc}") from None
     return [encode_response(api_key, version, obj)]
 
