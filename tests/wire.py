@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import ssl
 import struct
+import time
 from typing import Any
 
 from protocol.headers import encode_request_header, skip_response_header
@@ -57,6 +58,17 @@ class RawClient:
 
     def request(self, api_key: int, version: int, body: dict[str, Any]) -> Any:
         return self.recv(api_key, version, self.send(api_key, version, body))
+
+    def await_transaction_coordinator(self, *transactional_ids: str, timeout: float = 30.0) -> None:
+        """Ask FindCoordinator (key type 1) for ``transactional_ids`` until every one has a
+        coordinator, or ``timeout`` seconds pass: the first such request creates
+        __transaction_state, whose partitions load before they answer."""
+        deadline = time.monotonic() + timeout
+        body = {"key_type": 1, "coordinator_keys": list(transactional_ids)}
+        while any(f.error_code for f in self.request(10, 4, body).coordinators):
+            if time.monotonic() > deadline:
+                return
+            time.sleep(0.1)
 
     def is_closed(self, timeout: float = 5.0) -> bool:
         """True if the broker closed the connection (EOF) within `timeout`."""

@@ -8,7 +8,6 @@ in tests/unit/test_vectors.py.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -464,12 +463,7 @@ def test_versions_kafka_4_1_added(gbroker: BrokerProcess) -> None:
         assert cluster.error_code == 0 and [b.is_fenced for b in cluster.brokers] == [False]
 
         ids = ["orders-1", "orders-2", "billing"]
-        deadline = time.monotonic() + 30
-        while True:  # the first FindCoordinator of a transactional id creates __transaction_state
-            found = c.request(10, 4, {"key_type": 1, "coordinator_keys": ids}).coordinators
-            if all(f.error_code == 0 for f in found) or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        c.await_transaction_coordinator(*ids)
         for txn_id in ids:
             got = c.request(
                 22,

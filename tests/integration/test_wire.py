@@ -643,9 +643,7 @@ def test_a_fenced_producer_is_told_in_words_its_version_knows(
     with RawClient(broker.port) as c:
         create(c, "fenced")
         txn = f"fenced-{api}"
-        deadline = time.monotonic() + 30  # the first FindCoordinator creates __transaction_state
-        while c.request(10, 3, {"key": txn, "key_type": 1}).error_code and time.monotonic() < deadline:
-            time.sleep(0.1)
+        c.await_transaction_coordinator(txn)
         first = c.request(22, 3, {"transactional_id": txn, "transaction_timeout_ms": 60000})
         assert first.error_code == 0
         c.request(22, 3, {"transactional_id": txn, "transaction_timeout_ms": 60000})  # bumps the epoch
@@ -666,9 +664,7 @@ def test_transactional_batches_need_their_partition_in_the_transaction(broker: B
     would open a transaction on it that no marker ever closes."""
     with RawClient(broker.port) as c:
         create(c, "verified", partitions=2)
-        deadline = time.monotonic() + 30
-        while c.request(10, 3, {"key": "v", "key_type": 1}).error_code and time.monotonic() < deadline:
-            time.sleep(0.1)
+        c.await_transaction_coordinator("v")
         init = c.request(22, 3, {"transactional_id": "v", "transaction_timeout_ms": 60000})
         pid, epoch = init.producer_id, init.producer_epoch
 
