@@ -1,14 +1,20 @@
-"""The feature levels ApiVersions v3+ reports (KIP-584), with the names and levels of Kafka 4.0.
+"""The feature levels ApiVersions v3+ reports (KIP-584), with the names and levels of Kafka 4.1.
 
-- ``metadata.version`` 25 is Kafka 4.0-IV3, the protocol level whose API versions
-  this broker advertises; 7 (3.3-IV3) is the oldest Kafka 4.0 accepts.
+What a newly formatted default Kafka 4.1 cluster finalizes, for the features this broker
+implements:
+
+- ``metadata.version`` 27 is Kafka 4.1-IV1, the protocol level whose API versions
+  this broker advertises; 7 (3.3-IV3) is the oldest Kafka 4.1 accepts.
 - ``group.version`` 1 enables the consumer group protocol (KIP-848); a broker
   that does not serve ConsumerGroupHeartbeat reports level 0.
-- ``transaction.version`` 0: transactions work with the protocol clients have always
-  spoken (AddPartitionsToTxn, EndTxn v0-4). Level 2 would tell them to use transactions
-  v2 (KIP-890 part 2: EndTxn and TxnOffsetCommit v5, Produce v12+ adding its partition to
-  the transaction itself, an epoch bump per transaction), which this broker does not
-  implement; a Java producer reads the level and stays at Produce v11 and EndTxn v4 below 2.
+- ``transaction.version`` 2: transactions v2 (KIP-890 part 2). A client that reads it
+  (the Java producer from 4.0) uses EndTxn and TxnOffsetCommit v5 and Produce v12+, sends
+  no AddPartitionsToTxn / AddOffsetsToTxn, and takes a new epoch at each commit or abort;
+  clients that do not read it keep the older protocol, which is served alongside.
+
+Left out: ``eligible.leader.replicas.version`` (Kafka 4.1 finalizes 1: KIP-966's eligible
+leader replicas, which this ZooKeeper-style replication does not keep), ``share.version``
+(share groups, not served) and ``kraft.version`` (no KRaft quorum here).
 
 Features are fixed for the life of the process, so the finalized epoch is 0.
 """
@@ -29,8 +35,8 @@ def _levels() -> dict[str, tuple[int, int, int]]:
     group = 1 if CONSUMER_GROUP_HEARTBEAT in registry.HANDLERS else 0
     return {
         "group.version": (0, group, group),
-        "metadata.version": (7, 25, 25),
-        "transaction.version": (0, 0, 0),
+        "metadata.version": (7, 27, 27),
+        "transaction.version": (0, 2, 2),
     }
 
 

@@ -9,9 +9,11 @@ Behavior:
 - Partitions of topics that do not exist, or past a topic's partition count:
   UNKNOWN_TOPIC_OR_PARTITION, and OPERATION_NOT_ATTEMPTED for the others
   (nothing is added), as Kafka answers.
-- v4+ (brokers, batched by transaction): each transaction as above; with
-  verify_only, nothing is added and each partition answers NONE if it is
-  already in the open transaction, INVALID_TXN_STATE if not.
+- v4+ (brokers, batched by transaction): each transaction as above, the
+  partitions added for transactions v2 (a Produce v12+ or TxnOffsetCommit v5
+  at another broker, `broker.txn.implicit_add`); with verify_only, nothing is
+  added and each partition answers NONE if it is already in the open
+  transaction, INVALID_TXN_STATE if not.
 Version notes: v0-1 get INVALID_PRODUCER_EPOCH where later versions get PRODUCER_FENCED
   (KIP-588, as Kafka answers them); v3 is flexible; v4 batches transactions and adds the
   top-level error_code; v5 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
@@ -101,7 +103,7 @@ async def _add(
     if verify:
         code, codes = coordinator.verify_partitions(txn_id, pid, epoch, partitions)
         return _results(topics, codes, code)
-    code = await coordinator.add_partitions(txn_id, pid, epoch, partitions)
+    code = await coordinator.add_partitions(txn_id, pid, epoch, partitions, 2 if ctx.version >= 4 else 0)
     return _results(topics, {}, fenced_for(code, ctx.version, 2))
 
 

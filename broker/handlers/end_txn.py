@@ -1,4 +1,4 @@
-"""EndTxn: v0-4.
+"""EndTxn: v0-5.
 
 Behavior:
 - committed true/false: commit or abort the open transaction of the
@@ -6,9 +6,14 @@ Behavior:
   PrepareAbort is durable; the markers follow in the background. Errors:
   INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS,
   INVALID_TXN_STATE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
+- v5 is transactions v2 (KIP-890 part 2): the commit or abort bumps the
+  producer epoch (a new producer id at epoch exhaustion), and the answer
+  carries the producer id and epoch to go on with (-1 on errors); a retry is
+  recognised by its epoch, and Empty/Complete* may be aborted again
+  (`TransactionCoordinator.end_transaction_v2` has Kafka's table).
 Version notes: v0-1 get INVALID_PRODUCER_EPOCH where later versions get PRODUCER_FENCED
   (KIP-588, as Kafka answers them); v3 is flexible; v4 may answer TRANSACTION_ABORTABLE
-  (KIP-890; never here).
+  (KIP-890; never here); v5 adds producer_id/producer_epoch to the answer.
 - Authorization (with an authorizer configured), as KafkaApis: WRITE on the
   transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 Leaves out: throttling.
@@ -27,7 +32,18 @@ API_KEY = 26
 
 
 async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    code = await ctx.broker.transactions.end_transaction(
+    coordinator = ctx.broker.transactions
+    if ctx.version >= 5:
+        code, producer_id, epoch = await coordinator.end_transaction_v2(
+            req.transactional_id, req.producer_id, req.producer_epoch, req.committed
+        )
+        return {
+            "throttle_time_ms": 0,
+            "error_code": code,
+            "producer_id": producer_id,
+            "producer_epoch": epoch,
+        }
+    code = await coordinator.end_transaction(
         req.transactional_id, req.producer_id, req.producer_epoch, req.committed
     )
     return {"throttle_time_ms": 0, "error_code": fenced_for(code, ctx.version, 2)}
@@ -39,4 +55,4 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     return _handle(ctx, req)
 
 
-registry.register(API_KEY, 0, 4, handle)
+registry.register(API_KEY, 0, 5, handle)

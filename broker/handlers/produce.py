@@ -48,12 +48,19 @@ Behavior:
   (node_endpoints), as KIP-951 (`broker.leader_hints`).
 Version notes: v5+ carry log_start_offset in the response; v3-8 share the
   request layout; v8 adds record_errors and error_message; v9 is flexible;
-  v10 adds the leader hints; v11 and v12 are v10's layout (v12's meaning inside
-  a transaction, the partition added to it by the produce itself, is
-  transactions v2 of KIP-890, which clients use only when the broker finalizes
-  transaction.version 2: minikafka does not, so a transactional v12 request is
-  checked like v11); v13 names each topic by its id (KIP-516), and an id no
-  topic has answers UNKNOWN_TOPIC_ID for each of its partitions.
+  v10 adds the leader hints; v11 and v12 are v10's layout; v13 names each
+  topic by its id (KIP-516), and an id no topic has answers UNKNOWN_TOPIC_ID
+  for each of its partitions.
+- v12+ inside a transaction is transactions v2 (KIP-890 part 2): the producer
+  sent no AddPartitionsToTxn, so a partition whose first transactional batch
+  opens its producer's transaction (none open there with that epoch) is added
+  to the transaction before the append (`broker.txn.implicit_add`: the
+  coordinator here, or AddPartitionsToTxn v5 to the broker that has it).
+  When the add fails the partition is not appended and answers, as Kafka's
+  ReplicaManager: a fenced producer INVALID_PRODUCER_EPOCH, an unknown one
+  INVALID_PRODUCER_ID_MAPPING, a transaction still completing
+  CONCURRENT_TRANSACTIONS, and NOT_ENOUGH_REPLICAS (retriable) while the
+  coordinator cannot be reached, moves or loads.
 - Authorization (with an authorizer configured; none: nothing is checked), as
   KafkaApis: a request carrying a transactional batch needs a transactional_id
   and WRITE on it, else every partition answers
@@ -67,8 +74,8 @@ Version notes: v5+ carry log_start_offset in the response; v3-8 share the
 - Client quotas: the record sets' bytes count against the client's
   producer_byte_rate; over it, the answer carries throttle_time_ms and the
   connection reads nothing for that long (broker/security/quotas.py).
-Leaves out: verifying with a coordinator on another broker (Kafka asks it with
-  AddPartitionsToTxn v4; here such batches are taken as before);
+Leaves out: below v12, verifying with a coordinator on another broker (Kafka
+  asks it with AddPartitionsToTxn v4 verify_only; here such batches are taken as before);
   timestamp-difference validation, per-record validation of compressed
   batches (batches are stored as sent); closing the connection of an acks=0
   request that failed (it is just not answered).
@@ -76,7 +83,9 @@ Leaves out: verifying with a coordinator on another broker (Kafka asks it with
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import inspect
 import logging
 import time
 from typing import Any
@@ -87,6 +96,7 @@ from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.replica import Partition
 from broker.security.acls import AclOperation, ResourceType
+from broker.txn.implicit_add import produce_error
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import LOG_OVERHEAD, MAGIC, TRANSACTIONAL_BIT, validate_batches
 from storage.cleaner import check_keys
@@ -160,8 +170,10 @@ def _append(
     acks: int,
     now_ms: int,
     txn_id: str | None = None,
+    added: bool = False,
 ) -> tuple[dict[str, Any], Partition | None, int]:
-    """(partition result, the partition if bytes were appended or a duplicate acknowledged, the last offset)."""
+    """(partition result, the partition if bytes were appended or a duplicate acknowledged, the last
+    offset). ``added``: the partition was just added to the producer's transaction (v12+)."""
     broker = ctx.broker
     if topic in INTERNAL_TOPICS:
         raise KafkaError(f"cannot append to internal topic {topic}", ErrorCode.INVALID_TOPIC_EXCEPTION)
@@ -183,7 +195,7 @@ def _append(
             raise KafkaError("client-sent control batch", ErrorCode.INVALID_RECORD)
         if h.is_transactional and h.producer_id < 0:
             raise KafkaError("transactional batch with no producer id", ErrorCode.INVALID_RECORD)
-    if headers[0].is_transactional:
+    if headers[0].is_transactional and not added:
         _verify_transaction(ctx, txn_id, part, headers[0])
     if plog.config.compact:
         check_keys(buf, headers)
@@ -224,6 +236,8 @@ def _verify_transaction(ctx: RequestContext, txn_id: str | None, part: Partition
 
 _MAGIC_AT = 16
 _ATTRIBUTES_END = 23  # the attributes are the int16 at offsets 21-22 of a batch
+_PRODUCER_ID_AT = 43  # then INT64 producer id, INT16 producer epoch
+_PRODUCER_EPOCH_END = 53
 
 
 def _has_transactional_batch(req: Any) -> bool:
@@ -287,13 +301,88 @@ def _refused(ctx: RequestContext, req: Any, code: ErrorCode) -> dict[str, Any] |
 
 
 def handle(ctx: RequestContext, req: Any) -> Any:
-    acks = req.acks
     names = _topic_names(ctx, req)
     forbidden: frozenset[str] = frozenset()
     if ctx.broker.security.authorizer is not None:
         if _denied_transaction(ctx, req):
             return _refused(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         forbidden = denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (n for n in names if n is not None))
+    if ctx.version >= 12 and req.transactional_id is not None and req.acks != 0:
+        adds = _implicit_adds(ctx, req, names, forbidden)
+        if adds:
+            return _add_then_produce(ctx, req, names, forbidden, adds)
+    return _produce(ctx, req, names, forbidden)
+
+
+def _first_batch(records: Any) -> tuple[int, int] | None:
+    """(producer id, epoch) of a record set's first batch if it is a transactional v2 batch."""
+    if not records or len(records) < _PRODUCER_EPOCH_END or records[_MAGIC_AT] != MAGIC:
+        return None
+    if not records[_ATTRIBUTES_END - 1] & TRANSACTIONAL_BIT:
+        return None
+    producer_id = int.from_bytes(records[_PRODUCER_ID_AT : _PRODUCER_ID_AT + 8], "big", signed=True)
+    epoch = int.from_bytes(records[_PRODUCER_ID_AT + 8 : _PRODUCER_EPOCH_END], "big", signed=True)
+    return producer_id, epoch
+
+
+def _implicit_adds(
+    ctx: RequestContext, req: Any, names: list[str | None], forbidden: frozenset[str]
+) -> dict[tuple[int, int], set[tuple[str, int]]]:
+    """Transactions v2 (Produce v12+): the partitions whose first transactional batch opens its
+    producer's transaction there (none open with that epoch), by (producer id, epoch). The others,
+    and partitions that will be refused anyway (unknown, not led here), need no add."""
+    adds: dict[tuple[int, int], set[tuple[str, int]]] = {}
+    for topic, name in zip(req.topic_data, names, strict=True):
+        if name is None or name in forbidden or name in INTERNAL_TOPICS:
+            continue
+        for pd in topic.partition_data:
+            producer = _first_batch(pd.records)
+            if producer is None or producer[0] < 0:
+                continue
+            try:
+                part = ctx.broker.replicas.leader(name, pd.index)
+            except KafkaError:
+                continue
+            state = part.producers.producers.get(producer[0]) if part.producers is not None else None
+            if state is not None and state.txn_first_offset >= 0 and state.epoch == producer[1]:
+                continue
+            adds.setdefault(producer, set()).add((name, pd.index))
+    return adds
+
+
+async def _add_then_produce(
+    ctx: RequestContext,
+    req: Any,
+    names: list[str | None],
+    forbidden: frozenset[str],
+    adds: dict[tuple[int, int], set[tuple[str, int]]],
+) -> Any:
+    """Add the partitions to their transactions (`broker.txn.implicit_add`), then append; a
+    partition whose add failed answers the add's error and is not appended."""
+    adder = ctx.broker.transactions.implicit
+    codes = await asyncio.gather(
+        *(adder.add(req.transactional_id, pid, epoch, frozenset(tps)) for (pid, epoch), tps in adds.items())
+    )
+    failed: dict[tuple[str, int], ErrorCode] = {}
+    added: set[tuple[str, int]] = set()
+    for tps, code in zip(adds.values(), codes, strict=True):
+        if code == ErrorCode.NONE:
+            added |= tps
+        else:
+            failed.update(dict.fromkeys(tps, produce_error(code)))
+    answer = _produce(ctx, req, names, forbidden, failed, added)
+    return await answer if inspect.isawaitable(answer) else answer
+
+
+def _produce(
+    ctx: RequestContext,
+    req: Any,
+    names: list[str | None],
+    forbidden: frozenset[str],
+    failed: dict[tuple[str, int], ErrorCode] | None = None,
+    added: set[tuple[str, int]] | None = None,
+) -> Any:
+    acks = req.acks
     now_ms = int(time.time() * 1000)
     responses: list[dict[str, Any]] = []
     to_sync: list[tuple[dict[str, Any], Partition, int]] = []
@@ -308,9 +397,19 @@ def handle(ctx: RequestContext, req: Any) -> Any:
             if acks not in (-1, 0, 1):
                 parts.append(_partition_result(pd.index, ErrorCode.INVALID_REQUIRED_ACKS))
                 continue
+            tp = (name, pd.index)
             try:
+                if failed and tp in failed:
+                    raise KafkaError("Partition could not be added to the transaction", failed[tp])
                 result, part, last = _append(
-                    ctx, name, pd.index, pd.records, acks, now_ms, req.transactional_id
+                    ctx,
+                    name,
+                    pd.index,
+                    pd.records,
+                    acks,
+                    now_ms,
+                    req.transactional_id,
+                    bool(added and tp in added),
                 )
             except KafkaError as exc:
                 log.debug("produce %s-%d rejected: %s", name, pd.index, exc)

@@ -1,4 +1,4 @@
-"""TxnOffsetCommit: v0-4.
+"""TxnOffsetCommit: v0-5.
 
 Behavior:
 - Offsets committed inside a transaction (`broker.groups.txn_offsets`): written
@@ -12,6 +12,14 @@ Behavior:
   OffsetCommit checks them (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
   FENCED_INSTANCE_ID); an empty member id with generation -1 (and v0-2) is a
   producer outside the group, always accepted.
+- v5 is transactions v2 (KIP-890 part 2): the producer sent no
+  AddOffsetsToTxn, so the group's `__consumer_offsets` partition is first
+  added to its transaction (`broker.txn.implicit_add`, the coordinator here
+  or on another broker). If that fails nothing is committed and every
+  partition answers, as Kafka's group coordinator: a fenced producer
+  INVALID_PRODUCER_EPOCH, an unknown one INVALID_PRODUCER_ID_MAPPING,
+  CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, or
+  COORDINATOR_LOAD_IN_PROGRESS when the transaction coordinator could not be asked.
 Version notes: v2 adds committed_leader_epoch; v3 is flexible with the member
   fields; v4 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
 - Authorization (with an authorizer configured), as KafkaApis: WRITE on the
@@ -25,6 +33,8 @@ Leaves out: throttling.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 from broker import registry
@@ -32,8 +42,10 @@ from broker.commit_requests import commit_requests
 from broker.context import RequestContext
 from broker.groups import deferred
 from broker.groups.model import TopicPartition
+from broker.groups.store import OFFSETS_TOPIC
 from broker.security.acls import AclOperation, ResourceType
 from broker.topic_results import partition_codes
+from broker.txn.implicit_add import offset_commit_error
 from protocol.errors import ErrorCode
 
 API_KEY = 28
@@ -52,6 +64,33 @@ def handle(ctx: RequestContext, req: Any) -> Any:
 
     if not commits:
         return respond({})
+    if ctx.version >= 5:
+        return _add_then_commit(ctx, req, commits, respond)
+    return _commit(ctx, req, commits, respond)
+
+
+async def _add_then_commit(
+    ctx: RequestContext,
+    req: Any,
+    commits: dict[TopicPartition, Any],
+    respond: Callable[[dict[TopicPartition, ErrorCode]], dict[str, Any]],
+) -> dict[str, Any]:
+    offsets_partition = (OFFSETS_TOPIC, ctx.broker.groups.partition_for(req.group_id))
+    code = await ctx.broker.transactions.implicit.add(
+        req.transactional_id, req.producer_id, req.producer_epoch, frozenset({offsets_partition})
+    )
+    if code != ErrorCode.NONE:
+        return respond(dict.fromkeys(commits, offset_commit_error(code)))
+    answer = _commit(ctx, req, commits, respond)
+    return await answer if inspect.isawaitable(answer) else answer
+
+
+def _commit(
+    ctx: RequestContext,
+    req: Any,
+    commits: dict[TopicPartition, Any],
+    respond: Callable[[dict[TopicPartition, ErrorCode]], dict[str, Any]],
+) -> Any:
     v3 = ctx.version >= 3
     return deferred(
         lambda cb: ctx.broker.groups.commit_txn_offsets(
@@ -67,4 +106,4 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     )
 
 
-registry.register(API_KEY, 0, 4, handle)
+registry.register(API_KEY, 0, 5, handle)

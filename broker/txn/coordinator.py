@@ -1,7 +1,6 @@
 """The transaction coordinator: transactional ids, their producer epochs and transactions.
 
-Kafka's TransactionCoordinator for clients of transaction version 0/1 (KIP-98,
-KIP-360, KIP-588), on the `__transaction_state` partitions this broker leads:
+Kafka's TransactionCoordinator (KIP-98, KIP-360, KIP-588, KIP-890), on the `__transaction_state` partitions this broker leads:
 
 - The coordinator of an id is the leader of partition
   ``abs(javaHashCode(id)) % transaction.state.log.num.partitions``; ids of a
@@ -25,6 +24,10 @@ KIP-360, KIP-588), on the `__transaction_state` partitions this broker leads:
   id moves to CompleteCommit/CompleteAbort. A retried EndTxn of a completed
   transaction with the same result succeeds; of one still preparing answers
   CONCURRENT_TRANSACTIONS; anything else INVALID_TXN_STATE.
+- Transactions v2 (KIP-890 part 2; `end_transaction_v2` for EndTxn v5, and
+  ``client_tv=2`` adds from partition leaders and group coordinators for
+  Produce v12+ / TxnOffsetCommit v5): each commit or abort bumps the epoch,
+  markers included, and answers the epoch the producer goes on with.
 - Ongoing transactions older than their timeout are aborted with a bumped
   epoch (so their producer is fenced) every
   ``transaction.abort.timed.out.transaction.cleanup.interval.ms``; ids in
@@ -50,10 +53,12 @@ from broker.groups.hashing import partition_for
 from broker.txn.records import decode_key, decode_value, encode_key, encode_value
 from broker.txn.state import (
     COMPLETE,
+    EPOCH_EXHAUSTED,
     PREPARING,
     TxnChange,
     TxnMetadata,
     TxnState,
+    end_epoch,
     fenced_epoch,
     metadata_from,
     next_epoch,
@@ -173,6 +178,12 @@ class TransactionCoordinator:
             return ErrorCode.NOT_COORDINATOR
         return None
 
+    def ownership_error(self, transactional_id: str) -> ErrorCode:
+        """NONE if this broker coordinates ``transactional_id``; else NOT_COORDINATOR, or
+        COORDINATOR_LOAD_IN_PROGRESS while its partition is being replayed."""
+        error = self._check(transactional_id)
+        return ErrorCode.NONE if error is None else error
+
     def _owns(self, txn: TxnMetadata) -> bool:
         return (
             not self._closed and self._txns.get(txn.transactional_id) is txn and txn.partition in self._owned
@@ -270,13 +281,16 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: frozenset[TopicPartition],
+        client_tv: int = 0,
     ) -> ErrorCode:
+        """``client_tv``: 2 when the partitions come from a transactions-v2 path (AddPartitionsToTxn
+        v4+ from a partition leader or group coordinator, for Produce v12+ / TxnOffsetCommit v5)."""
         error = self._check(transactional_id)
         if error is not None:
             return error
         txn = self._txns.get(transactional_id)
         if txn is not None and txn.pending_add is not None:
-            return await self._add_behind(txn, producer_id, producer_epoch, partitions)
+            return await self._add_behind(txn, producer_id, producer_epoch, partitions, client_tv)
         if txn is not None:
             await self._idle(txn)
             txn = self._txns.get(transactional_id)
@@ -293,12 +307,18 @@ class TransactionCoordinator:
             partitions=(txn.partitions if ongoing else frozenset()) | partitions,
             last_update_ms=now,
             start_ms=txn.start_ms if ongoing else now,
+            client_tv=max(client_tv, txn.client_tv) if ongoing else client_tv,
         )
         txn.pending_add = change
         return await self._write(txn, change)
 
     async def _add_behind(
-        self, txn: TxnMetadata, producer_id: int, producer_epoch: int, partitions: frozenset[TopicPartition]
+        self,
+        txn: TxnMetadata,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+        client_tv: int,
     ) -> ErrorCode:
         """AddPartitionsToTxn while another one of the same transaction is being written: write the
         union right behind it (one fsync serves both) instead of waiting for it. The records land
@@ -316,6 +336,7 @@ class TransactionCoordinator:
             partitions=pending.partitions | partitions,
             last_update_ms=_now_ms(),
             start_ms=pending.start_ms,
+            client_tv=max(client_tv, pending.client_tv or 0),
         )
         txn.pending_add = change
         return await self._write(txn, change)
@@ -391,6 +412,80 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         return ErrorCode.INVALID_TXN_STATE
 
+    async def end_transaction_v2(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> tuple[ErrorCode, int, int]:
+        """EndTxn v5 (transactions v2): (error, the producer id and epoch to go on with).
+
+        Every commit or abort bumps the epoch (`broker.txn.state.end_epoch`), so a retry is told
+        apart from a zombie by its epoch: one below the id's, or the old id's last epoch after a
+        move to a new producer id. Kafka's table: Ongoing ends with the current epoch; Empty and
+        Complete* may be aborted again with the current epoch (a producer that never got a
+        partition in); a retry of the completed result answers NONE with the id's current producer
+        id and epoch, of the one still preparing CONCURRENT_TRANSACTIONS; another result
+        INVALID_TXN_STATE; any other epoch PRODUCER_FENCED. Errors answer producer id and epoch -1."""
+        failed = -1, -1
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST, *failed
+        error = self._check(transactional_id)
+        if error is not None:
+            return error, *failed
+        txn = self._txns.get(transactional_id)
+        if txn is not None:
+            await self._idle(txn)
+            txn = self._txns.get(transactional_id)
+        if txn is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, *failed
+        if txn.busy:
+            return ErrorCode.CONCURRENT_TRANSACTIONS, *failed
+        moved = (
+            txn.previous_producer_id == producer_id
+            and producer_epoch == EPOCH_EXHAUSTED
+            and txn.producer_epoch == 0
+        )
+        if txn.producer_id != producer_id and not moved:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, *failed
+        current = not moved and txn.producer_epoch == producer_epoch
+        retry = moved or (not current and txn.producer_epoch == producer_epoch + 1)
+        state = txn.state
+        if state in (TxnState.ONGOING, TxnState.EMPTY):
+            valid = current
+        elif state in PREPARING:
+            valid = retry
+        else:
+            valid = retry or current
+        if not valid:
+            return ErrorCode.PRODUCER_FENCED, *failed
+        if state is TxnState.ONGOING or (current and not commit):
+            return await self._end_v2(txn, commit)
+        if retry and state is (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
+            return ErrorCode.NONE, txn.producer_id, txn.producer_epoch
+        if retry and state is (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):
+            return ErrorCode.CONCURRENT_TRANSACTIONS, *failed
+        return ErrorCode.INVALID_TXN_STATE, *failed
+
+    async def _end_v2(self, txn: TxnMetadata, commit: bool) -> tuple[ErrorCode, int, int]:
+        """Prepare the commit or abort with a bumped epoch (a new producer id waiting at exhaustion)."""
+        now = _now_ms()
+        epoch = end_epoch(txn)
+        next_id = self._allocate() if txn.producer_epoch >= EPOCH_EXHAUSTED else -1
+        change = TxnChange(
+            producer_epoch=epoch,
+            last_producer_epoch=txn.producer_epoch,
+            state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
+            last_update_ms=now,
+            next_producer_id=next_id,
+            client_tv=2,
+        )
+        if txn.state is not TxnState.ONGOING:  # an abort with no partition added
+            change.partitions = frozenset()
+            change.start_ms = now
+        code = await self._write(txn, change)
+        if code != ErrorCode.NONE:
+            return code, -1, -1
+        self._spawn(self._complete(txn, commit))
+        return (ErrorCode.NONE, next_id, 0) if next_id >= 0 else (ErrorCode.NONE, txn.producer_id, epoch)
+
     async def _abort(self, txn: TxnMetadata, epoch: int) -> ErrorCode:
         """Abort ``txn``'s open transaction with ``epoch`` (fencing its producer)."""
         change = TxnChange(
@@ -424,7 +519,13 @@ class TransactionCoordinator:
             if not self._owns(txn):
                 return
             done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-            txn.apply(TxnChange(state=done, partitions=frozenset(), last_update_ms=_now_ms()))
+            change = TxnChange(state=done, partitions=frozenset(), last_update_ms=_now_ms())
+            if txn.next_producer_id >= 0:  # transactions v2 at epoch exhaustion: the new id takes over
+                change.previous_producer_id = txn.producer_id
+                change.producer_id = txn.next_producer_id
+                change.producer_epoch = 0
+                change.next_producer_id = -1
+            txn.apply(change)
         finally:
             txn.release()
         # queued now, before any request woken above runs: the log keeps the order of transitions

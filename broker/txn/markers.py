@@ -10,9 +10,9 @@
   The WriteTxnMarkers handler uses it for markers other brokers send.
 - `MarkerWriter.write` (the coordinator's): every partition of the
   transaction gets its marker from its current leader: locally, or with a
-  WriteTxnMarkers v1 request over a connection to that broker's
-  inter-broker listener. Partitions answering a retriable error (leader
-  moved, not available, storage error, timeout) are retried after a short
+  WriteTxnMarkers v1 request to that broker (`broker.txn.broker_links`).
+  Partitions answering a retriable error (leader moved, not available,
+  storage error, timeout) are retried after a short
   backoff until they succeed or the coordinator loses its partition.
   Partitions whose topic is gone, and markers the partition refuses as
   stale (an older producer or coordinator epoch), are given up, as Kafka's
@@ -28,10 +28,8 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from broker.groups.store import OFFSETS_TOPIC
-from broker.replica.link import LeaderLink, LinkSecurity
+from broker.txn.broker_links import BrokerLinks
 from protocol.errors import ErrorCode, KafkaError
-from protocol.headers import encode_request_header, skip_response_header
-from protocol.messages import decode_response, encode_request
 
 if TYPE_CHECKING:
     from broker.cluster.view import ClusterView
@@ -117,11 +115,7 @@ class MarkerWriter:
         self._group_commit = group_commit
         self._groups = groups
         self._cluster = cluster
-        self._listener = listener
-        self.link_security: LinkSecurity | None = None  # set by the broker for a secured listener
-        self._links: dict[int, LeaderLink] = {}
-        self._locks: dict[int, asyncio.Lock] = {}
-        self._correlation = 0
+        self.links = BrokerLinks(cluster, listener, f"txn-coordinator-{replicas.node_id}")
 
     async def write(
         self,
@@ -184,14 +178,13 @@ class MarkerWriter:
                 }
             ]
         }
-        lock = self._locks.setdefault(leader, asyncio.Lock())
-        async with lock:
-            try:
-                response = await asyncio.wait_for(self._request(leader, body), REPLICATION_TIMEOUT_S + 5)
-            except (OSError, TimeoutError, ConnectionError, KafkaError) as exc:
-                log.info("WriteTxnMarkers to broker %d failed: %s", leader, exc)
-                self._drop_link(leader)
-                return {}
+        try:
+            response = await self.links.call(
+                leader, WRITE_TXN_MARKERS, MARKERS_VERSION, body, REPLICATION_TIMEOUT_S + 5
+            )
+        except (OSError, TimeoutError, ConnectionError, KafkaError) as exc:
+            log.info("WriteTxnMarkers to broker %d failed: %s", leader, exc)
+            return {}
         return {
             (topic.name, p.partition_index): ErrorCode(p.error_code)
             for marker in response.markers
@@ -199,32 +192,5 @@ class MarkerWriter:
             for p in topic.partitions
         }
 
-    async def _request(self, node_id: int, body: dict[str, Any]) -> Any:
-        link = self._links.get(node_id)
-        if link is None:
-            node = self._cluster.broker(node_id)
-            address = node.address(self._listener) if node is not None and self._listener else None
-            if address is None and node is not None:
-                address = (node.host, node.port)
-            if address is None:
-                raise ConnectionError(f"broker {node_id} is not registered")
-            link = self._links[node_id] = await asyncio.wait_for(
-                LeaderLink.connect(*address, self.link_security, f"txn-coordinator-{self._replicas.node_id}"),
-                10,
-            )
-        self._correlation += 1
-        header = encode_request_header(
-            WRITE_TXN_MARKERS, MARKERS_VERSION, self._correlation, f"txn-coordinator-{self._replicas.node_id}"
-        )
-        frame = await link.request(header + encode_request(WRITE_TXN_MARKERS, MARKERS_VERSION, body))
-        body_at = skip_response_header(frame, WRITE_TXN_MARKERS, MARKERS_VERSION)
-        return decode_response(WRITE_TXN_MARKERS, MARKERS_VERSION, frame[body_at:])
-
-    def _drop_link(self, node_id: int) -> None:
-        link = self._links.pop(node_id, None)
-        if link is not None:
-            link.close()
-
     def close(self) -> None:
-        for node_id in list(self._links):
-            self._drop_link(node_id)
+        self.links.close()

@@ -3,14 +3,21 @@
 Key, version 0, not flexible: INT16 version (0), STRING transactional id
 (INT16 length + UTF-8). Value: INT16 version, then
 
-- version 0 (what Kafka writes for clients below transaction version 2, and
-  what minikafka writes): INT64 ProducerId, INT16 ProducerEpoch, INT32
-  TransactionTimeoutMs, INT8 TransactionStatus, nullable ARRAY of
-  [STRING Topic, ARRAY INT32 PartitionIds] TransactionPartitions, INT64
-  TransactionLastUpdateTimestampMs, INT64 TransactionStartTimestampMs;
-- version 1: the same fields in the flexible encoding, with tagged fields
-  0 PreviousProducerId, 1 NextProducerId (INT64, default -1) and 2
-  ClientTransactionVersion (INT16, default 0); read, never written.
+- version 0 (what Kafka writes while transaction.version is finalized at 0):
+  INT64 ProducerId, INT16 ProducerEpoch, INT32 TransactionTimeoutMs, INT8
+  TransactionStatus, nullable ARRAY of [STRING Topic, ARRAY INT32
+  PartitionIds] TransactionPartitions, INT64 TransactionLastUpdateTimestampMs,
+  INT64 TransactionStartTimestampMs;
+- version 1 (transaction.version 1 and up; what minikafka, at level 2,
+  writes): the same fields in the flexible encoding, with tagged fields 0
+  PreviousProducerId, 1 NextProducerId (INT64, default -1), 3
+  NextProducerEpoch (INT16, default -1, never set) and 2
+  ClientTransactionVersion (INT16, default 0: the transaction version of the
+  requests that drove the transaction, 2 for EndTxn v5 / Produce v12+).
+  Kafka 4.1 leaves the producer id tags at their defaults; minikafka sets
+  them while a producer id is being replaced at epoch exhaustion (a new
+  coordinator replaying the log then finishes the switch, and recognises a
+  retried EndTxn of the old id).
 
 A null value is a tombstone (an expired transactional id). Status codes are
 Kafka's (`TxnState`). Decoding raises `ProtocolError` on anything malformed.
@@ -44,6 +51,7 @@ _FIELDS = [
     F("transaction_last_update_timestamp_ms", "int64"),
     F("transaction_start_timestamp_ms", "int64"),
     F("client_transaction_version", "int16", versions="1+", tag=2, tagged="1+", default=0),
+    F("next_producer_epoch", "int16", versions="1+", tag=3, tagged="1+", default=-1),
 ]
 _SCHEMAS = message_versions(_FIELDS, 0, 1, "1+")
 
@@ -59,6 +67,12 @@ class TxnValue:
     partitions: frozenset[tuple[str, int]]
     last_update_ms: int
     start_ms: int
+    previous_producer_id: int = -1
+    next_producer_id: int = -1
+    client_tv: int = 0
+
+
+VALUE_VERSION = 1
 
 
 def encode_key(transactional_id: str) -> bytes:
@@ -92,8 +106,11 @@ def encode_value(v: TxnValue) -> bytes:
         "transaction_partitions": [{"topic": t, "partition_ids": ps} for t, ps in topics.items()],
         "transaction_last_update_timestamp_ms": v.last_update_ms,
         "transaction_start_timestamp_ms": v.start_ms,
+        "previous_producer_id": v.previous_producer_id,
+        "next_producer_id": v.next_producer_id,
+        "client_transaction_version": v.client_tv,
     }
-    return _I16.pack(0) + _SCHEMAS[0].build(body)
+    return _I16.pack(VALUE_VERSION) + _SCHEMAS[VALUE_VERSION].build(body)
 
 
 def decode_value(data: bytes) -> TxnValue:
@@ -116,4 +133,7 @@ def decode_value(data: bytes) -> TxnValue:
         partitions,
         c.transaction_last_update_timestamp_ms,
         c.transaction_start_timestamp_ms,
+        c.get("previous_producer_id", -1),
+        c.get("next_producer_id", -1),
+        c.get("client_transaction_version", 0),
     )

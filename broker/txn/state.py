@@ -20,6 +20,14 @@ producer id at epoch 0. Fencing an open transaction (a new InitProducerId, a
 timeout) bumps the epoch and forgets ``last_producer_epoch``, so the old
 producer can never come back (Kafka behaves the same for transaction
 version 0 and 1 clients).
+
+Transactions v2 (KIP-890 part 2: EndTxn v5) bump the epoch at every commit
+or abort instead (`end_epoch`): the Prepare* record and the markers carry
+epoch + 1 and remember the old one as ``last_producer_epoch``, and the
+producer goes on with the epoch EndTxn v5 answers. An epoch at
+``EPOCH_EXHAUSTED`` ends its transaction at ``EPOCH_EXHAUSTED + 1`` with a
+``next_producer_id`` allocated at once, which the id moves to (epoch 0) when
+the transaction completes; ``previous_producer_id`` then names the old one.
 """
 
 from __future__ import annotations
@@ -83,6 +91,9 @@ class TxnMetadata:
     partitions: frozenset[tuple[str, int]] = frozenset()
     last_update_ms: int = -1
     start_ms: int = -1
+    previous_producer_id: int = -1  # the id replaced at epoch exhaustion (transactions v2)
+    next_producer_id: int = -1  # the id replacing this one once the prepared transaction completes
+    client_tv: int = 0  # transaction version of the requests driving the transaction (0 or 2)
     holds: int = 0  # writes or marker rounds of this id in flight
     persisted: bool = False  # the log holds a value for it
     pending_add: TxnChange | None = None  # the newest AddPartitions change being written
@@ -116,6 +127,9 @@ class TxnMetadata:
             self.partitions,
             self.last_update_ms,
             self.start_ms,
+            self.previous_producer_id,
+            self.next_producer_id,
+            self.client_tv,
         )
 
     def apply(self, change: TxnChange) -> None:
@@ -147,6 +161,9 @@ class TxnChange:
     partitions: frozenset[tuple[str, int]] | None = None
     last_update_ms: int | None = None
     start_ms: int | None = None
+    previous_producer_id: int | None = None
+    next_producer_id: int | None = None
+    client_tv: int | None = None
 
 
 def metadata_from(transactional_id: str, partition: int, v: TxnValue) -> TxnMetadata:
@@ -162,6 +179,9 @@ def metadata_from(transactional_id: str, partition: int, v: TxnValue) -> TxnMeta
         v.partitions,
         v.last_update_ms,
         v.start_ms,
+        v.previous_producer_id,
+        v.next_producer_id,
+        v.client_tv,
         persisted=True,
     )
 
@@ -187,6 +207,11 @@ def next_epoch(txn: TxnMetadata, expected_epoch: int | None) -> EpochBump | None
     if expected_epoch == txn.last_producer_epoch:
         return EpochBump(txn.producer_id, txn.producer_epoch, txn.last_producer_epoch)
     return None
+
+
+def end_epoch(txn: TxnMetadata) -> int:
+    """The epoch a transactions-v2 commit or abort moves ``txn`` to (and writes its markers with)."""
+    return min(txn.producer_epoch + 1, EPOCH_EXHAUSTED + 1)
 
 
 def fenced_epoch(txn: TxnMetadata) -> int:

@@ -29,6 +29,19 @@ from client.admin import AdminClient as Admin
 from tests.cluster.helpers import create_topic, partition_metadata, wait_for
 from tests.cluster_process import QUIET, Cluster, ZooKeeperProcess, zookeeper_available
 from tests.compat.test_transactions import read_all
+from tests.integration.test_transactions_v2 import (
+    committed,
+)
+from tests.integration.test_transactions_v2 import (
+    end as end_v2,
+)
+from tests.integration.test_transactions_v2 import (
+    init as init_v2,
+)
+from tests.integration.test_transactions_v2 import (
+    produce as produce_v2,
+)
+from tests.wire import RawClient
 
 pytestmark = [
     pytest.mark.cluster,
@@ -198,3 +211,43 @@ def _state(admin: Admin, txn_id: str) -> str | None:
     except Exception:
         return None
     return getattr(found, "state", None)
+
+
+def test_transactions_v2_add_partitions_from_every_leader(cluster: Cluster) -> None:
+    """Transactions v2 (KIP-890 part 2, our own encoder: no client here speaks it): Produce v12
+    sent to each partition's leader adds the partition itself, with AddPartitionsToTxn v5 to the
+    coordinator when that is another broker, and TxnOffsetCommit v5 at the group coordinator
+    adds the offsets partition the same way. EndTxn v5 then writes every marker."""
+    txn_id, group = "tv2-spread", "tv2-group"
+    any_port = next(iter(cluster.brokers.values())).port
+    with RawClient(any_port) as c:
+        c.await_transaction_coordinator(txn_id)
+        found = c.request(10, 1, {"key": txn_id, "key_type": 1})
+        group_coordinator = c.request(10, 1, {"key": group, "key_type": 0}).node_id
+    leaders = {p: leader for p, (leader, _, _) in partition_metadata(cluster.bootstrap, TOPIC).items()}
+    assert set(leaders.values()) - {found.node_id}  # some adds must cross brokers
+    with RawClient(found.port) as coordinator:
+        pid, epoch = init_v2(coordinator, txn_id)
+        for partition, leader in sorted(leaders.items()):
+            with RawClient(cluster.brokers[leader].port) as c:
+                values = {partition: b"v2-%d" % partition}
+                assert produce_v2(c, txn_id, pid, epoch, 0, values, TOPIC) == {partition: 0}
+        with RawClient(cluster.brokers[group_coordinator].port) as c:
+            body = {
+                "transactional_id": txn_id,
+                "group_id": group,
+                "producer_id": pid,
+                "producer_epoch": epoch,
+                "generation_id": -1,
+                "member_id": "",
+                "group_instance_id": None,
+                "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 5}]}],
+            }
+            assert c.request(28, 5, body).topics[0].partitions[0].error_code == 0
+        state = coordinator.request(65, 0, {"transactional_ids": [txn_id]}).transaction_states[0]
+        assert {(t.topic, p) for t in state.topics for p in t.partitions} >= {(TOPIC, p) for p in leaders}
+        assert end_v2(coordinator, txn_id, pid, epoch, True) == (0, pid, epoch + 1)
+    want = sorted(b"v2-%d" % p for p in leaders)
+    assert sorted(read_all(cluster.bootstrap, "read_committed", len(want), (TOPIC,))) == want
+    with RawClient(cluster.brokers[group_coordinator].port) as c:
+        wait_for(lambda: committed(c, group, TOPIC) == 5, 30, "the committed offset")

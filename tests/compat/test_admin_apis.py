@@ -82,11 +82,11 @@ def test_kafka_python_admin_newest_apis(gbroker: BrokerProcess) -> None:
 
         features = admin.describe_features()
         assert features["metadata.version"] == {
-            "supported": (7, 25),
-            "finalized": (25, 25),
+            "supported": (7, 27),
+            "finalized": (27, 27),
             "finalized_epoch": 0,
         }
-        assert "finalized" not in features["transaction.version"]  # no transactions yet
+        assert features["transaction.version"]["finalized"] == (2, 2)  # transactions v2, as Kafka 4.1
 
         dirs = admin.describe_log_dirs({"kp": [0, 1]})
         sizes = {

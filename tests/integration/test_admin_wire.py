@@ -169,5 +169,6 @@ def test_api_versions_features_from_v3(broker: BrokerProcess) -> None:
         new = c.request(18, 4, {"client_software_name": "t", "client_software_version": "1"})
         supported = {f.name: (f.min_version, f.max_version) for f in new.supported_features}
         finalized = {f.name: f.max_version_level for f in new.finalized_features}
-        assert supported["metadata.version"] == (7, 25) and finalized["metadata.version"] == 25
-        assert "transaction.version" not in finalized and new.finalized_features_epoch == 0
+        assert supported["metadata.version"] == (7, 27) and finalized["metadata.version"] == 27
+        assert supported["transaction.version"] == (0, 2) and finalized["transaction.version"] == 2
+        assert new.finalized_features_epoch == 0

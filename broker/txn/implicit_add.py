@@ -1,0 +1,147 @@
+"""Adding partitions to a transaction for its producer: transactions v2 (KIP-890 part 2).
+
+A producer of transaction version 2 sends neither AddPartitionsToTxn nor
+AddOffsetsToTxn. The partition leader that receives its first transactional
+batch on a partition (Produce v12+), and the group coordinator that receives
+its TxnOffsetCommit v5, add the partition to the transaction themselves
+before writing, as Kafka's AddPartitionsToTxnManager does:
+
+- the transactional id's coordinator is on this broker: the coordinator's
+  ``add_partitions`` directly (``client_tv=2``);
+- elsewhere: AddPartitionsToTxn v5 (``verify_only`` false) to the leader of
+  the id's `__transaction_state` partition (`broker.txn.broker_links`).
+
+`ImplicitAdder.add` answers one code for all the partitions (Kafka's
+coordinator answers one error for a transaction's partitions): NONE,
+PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS,
+NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS; COORDINATOR_NOT_AVAILABLE when
+no broker leads the id's partition; NETWORK_EXCEPTION when the coordinator
+could not be asked; CLUSTER_AUTHORIZATION_FAILED when it refused this
+broker. Each caller maps them to its API's words (`produce_error`,
+`offset_commit_error`, Kafka's ReplicaManager and group coordinator mappings).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker.groups.hashing import partition_for
+from broker.txn.broker_links import BrokerLinks
+from broker.txn.log import TXN_TOPIC
+from protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from broker.cluster.view import ClusterView
+    from broker.txn.coordinator import TransactionCoordinator
+
+log = logging.getLogger("minikafka.txn.add")
+
+TopicPartition = tuple[str, int]
+ADD_PARTITIONS_TO_TXN = 24
+BROKER_VERSION = 5
+TIMEOUT_S = 10.0
+
+
+class ImplicitAdder:
+    def __init__(
+        self, coordinator: TransactionCoordinator, cluster: ClusterView, node_id: int, listener: str | None
+    ) -> None:
+        self._coordinator = coordinator
+        self._cluster = cluster
+        self._node_id = node_id
+        self.links = BrokerLinks(cluster, listener, f"txn-partition-leader-{node_id}")
+
+    async def add(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> ErrorCode:
+        coordinator = self._coordinator
+        if coordinator.ownership_error(transactional_id) != ErrorCode.NOT_COORDINATOR:
+            return await coordinator.add_partitions(
+                transactional_id, producer_id, producer_epoch, partitions, 2
+            )
+        topic = self._cluster.topic(TXN_TOPIC)
+        if topic is None:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        leader = topic.partitions[partition_for(transactional_id, len(topic.partitions))].leader
+        if leader < 0:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if leader == self._node_id:
+            return ErrorCode.NOT_COORDINATOR  # this broker is taking the partition over
+        return await self._remote(leader, transactional_id, producer_id, producer_epoch, partitions)
+
+    async def _remote(
+        self,
+        leader: int,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> ErrorCode:
+        topics: dict[str, list[int]] = {}
+        for topic, p in sorted(partitions):
+            topics.setdefault(topic, []).append(p)
+        body = {
+            "transactions": [
+                {
+                    "transactional_id": transactional_id,
+                    "producer_id": producer_id,
+                    "producer_epoch": producer_epoch,
+                    "verify_only": False,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+                }
+            ]
+        }
+        try:
+            answer = await self.links.call(leader, ADD_PARTITIONS_TO_TXN, BROKER_VERSION, body, TIMEOUT_S)
+        except (OSError, TimeoutError, KafkaError) as exc:
+            log.info("AddPartitionsToTxn to broker %d failed: %s", leader, exc)
+            return ErrorCode.NETWORK_EXCEPTION
+        if answer.error_code:
+            return ErrorCode(answer.error_code)
+        for txn in answer.results_by_transaction:
+            for topic in txn.topic_results:
+                for p in topic.results_by_partition:
+                    if p.partition_error_code:
+                        return ErrorCode(p.partition_error_code)
+        return ErrorCode.NONE
+
+    def close(self) -> None:
+        self.links.close()
+
+
+_PRODUCE_RETRIABLE = frozenset(
+    {
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
+
+
+def produce_error(code: ErrorCode) -> ErrorCode:
+    """What a Produce answers for ``code`` (Kafka's ReplicaManager): coordinator trouble is the
+    retriable NOT_ENOUGH_REPLICAS, a fenced producer INVALID_PRODUCER_EPOCH."""
+    if code in _PRODUCE_RETRIABLE:
+        return ErrorCode.NOT_ENOUGH_REPLICAS
+    if code == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+        return ErrorCode.INVALID_TXN_STATE
+    return code
+
+
+def offset_commit_error(code: ErrorCode) -> ErrorCode:
+    """What a TxnOffsetCommit v5 answers for ``code`` (Kafka's group coordinator)."""
+    if code == ErrorCode.NETWORK_EXCEPTION:
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+    if code == ErrorCode.PRODUCER_FENCED:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+        return ErrorCode.INVALID_TXN_STATE
+    return code
