@@ -40,8 +40,14 @@ def _levels() -> dict[str, tuple[int, int, int]]:
     }
 
 
-def supported() -> list[dict[str, Any]]:
-    return [{"name": n, "min_version": lo, "max_version": hi} for n, (lo, hi, _) in sorted(_levels().items())]
+def supported(omit_min_zero: bool = False) -> list[dict[str, Any]]:
+    """Supported ranges; ``omit_min_zero`` (ApiVersions below v4) leaves out the features whose
+    minimum is 0, which older clients fail to read (Kafka's KAFKA-17492)."""
+    return [
+        {"name": n, "min_version": lo, "max_version": hi}
+        for n, (lo, hi, _) in sorted(_levels().items())
+        if not (omit_min_zero and lo == 0)
+    ]
 
 
 def finalized() -> list[dict[str, Any]]:

@@ -5,7 +5,9 @@ Behavior:
 - A version outside 0-4 is answered by the connection itself with a v0 body and
   UNSUPPORTED_VERSION (clients then retry with a version from the table).
 - v3+: the supported and finalized feature levels of `broker.features`
-  (tagged fields 0-2), as a Kafka 4 broker sends them.
+  (tagged fields 0-2), as a Kafka 4.1 broker sends them; below v4 the
+  supported features whose minimum is 0 are left out (KAFKA-17492: older
+  clients fail to read them), the finalized levels are all there.
 Version notes: v1+ add throttle_time_ms; v3 is flexible (compact array, tag buffers), but its
   response header stays v0; v4 has v3's layout (it lets a feature's min version be 0).
 - No authorization: as in Kafka, any connection may ask (before SASL too).
@@ -29,7 +31,7 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     ]
     response: dict[str, Any] = {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0, "tagged_fields": {}}
     if ctx.version >= 3:
-        response["supported_features"] = features.supported()
+        response["supported_features"] = features.supported(omit_min_zero=ctx.version < 4)
         response["finalized_features_epoch"] = features.FINALIZED_EPOCH
         response["finalized_features"] = features.finalized()
     return response

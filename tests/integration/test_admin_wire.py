@@ -172,3 +172,7 @@ def test_api_versions_features_from_v3(broker: BrokerProcess) -> None:
         assert supported["metadata.version"] == (7, 27) and finalized["metadata.version"] == 27
         assert supported["transaction.version"] == (0, 2) and finalized["transaction.version"] == 2
         assert new.finalized_features_epoch == 0
+        # below v4 a supported feature with minimum 0 is left out, as Kafka does (KAFKA-17492)
+        v3 = c.request(18, 3, {"client_software_name": "t", "client_software_version": "1"})
+        assert [f.name for f in v3.supported_features] == ["metadata.version"]
+        assert {f.name: f.max_version_level for f in v3.finalized_features} == finalized

@@ -226,3 +226,54 @@ async def test_not_coordinator_after_resign() -> None:
     c.resign(c.partition_for("t"))
     assert c.describe("t")[0] == ErrorCode.NOT_COORDINATOR
     assert (await c.init_producer_id("t", 10_000, None))[0] == ErrorCode.NOT_COORDINATOR
+
+
+async def test_v2_end_bumps_the_epoch_markers_included() -> None:
+    """Transactions v2 (EndTxn v5): every commit or abort moves the producer to the next epoch,
+    the markers carry it, and the answer tells the producer; Kafka's retry table holds."""
+    c, log, markers = make()
+    _, pid, epoch = await c.init_producer_id("t", 10_000, None)
+    assert await c.add_partitions("t", pid, epoch, frozenset({("a", 0)}), 2) == ErrorCode.NONE
+    assert await c.end_transaction_v2("t", pid, epoch, True) == (ErrorCode.NONE, pid, epoch + 1)
+    await settle(c)
+    assert markers.written == [(pid, epoch + 1, True, 7, frozenset({("a", 0)}))]
+    values = [decode_value(v) for records in log.records.values() for _, v in records if v is not None]
+    assert [(v.status, v.producer_epoch, v.client_tv) for v in values] == [
+        (TxnState.EMPTY, epoch, 0),
+        (TxnState.ONGOING, epoch, 2),
+        (TxnState.PREPARE_COMMIT, epoch + 1, 2),
+        (TxnState.COMPLETE_COMMIT, epoch + 1, 2),
+    ]
+    assert await c.end_transaction_v2("t", pid, epoch, True) == (ErrorCode.NONE, pid, epoch + 1)  # a retry
+    assert await c.end_transaction_v2("t", pid, epoch, False) == (ErrorCode.INVALID_TXN_STATE, -1, -1)
+    assert await c.end_transaction_v2("t", pid, epoch + 1, True) == (ErrorCode.INVALID_TXN_STATE, -1, -1)
+    # an abort with nothing added is allowed and bumps too; it has no partition to mark
+    assert await c.end_transaction_v2("t", pid, epoch + 1, False) == (ErrorCode.NONE, pid, epoch + 2)
+    await settle(c)
+    assert markers.written[1:] == [(pid, epoch + 2, False, 7, frozenset())]
+    assert c.describe("t")[1].state is TxnState.COMPLETE_ABORT  # type: ignore[union-attr]
+    assert await c.add_partitions("t", pid, epoch + 1, frozenset({("a", 0)}), 2) == ErrorCode.PRODUCER_FENCED
+
+
+async def test_v2_epoch_exhaustion_moves_to_a_new_producer_id() -> None:
+    c, log, markers = make()
+    markers.gate = asyncio.Event()
+    _, pid, _ = await c.init_producer_id("t", 10_000, None)
+    c._txns["t"].producer_epoch = 32766  # as after 32,766 transactions
+    assert await c.add_partitions("t", pid, 32766, frozenset({("a", 0)}), 2) == ErrorCode.NONE
+    assert await c.end_transaction_v2("t", pid, 32766, True) == (ErrorCode.NONE, 1001, 0)
+    # the coordinator dies before the markers: the next one finishes the move from the log
+    c.close()
+    restarted, _, markers2 = make(log)
+    await settle(restarted)
+    assert markers2.written == [(pid, 32767, True, 7, frozenset({("a", 0)}))]
+    txn = restarted.describe("t")[1]
+    assert txn is not None and (txn.producer_id, txn.producer_epoch, txn.previous_producer_id) == (
+        1001,
+        0,
+        pid,
+    )
+    # the old id's retry is still recognised, after another restart too
+    again, _, _ = make(log)
+    assert await again.end_transaction_v2("t", pid, 32766, True) == (ErrorCode.NONE, 1001, 0)
+    assert await again.add_partitions("t", 1001, 0, frozenset({("a", 0)}), 2) == ErrorCode.NONE
