@@ -19,7 +19,7 @@ COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose
 CONSOLE_STAMP := $(VENV)/.installed-console
 CONSOLE_PORT ?= 8080
 
-.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-cluster test-faults test-crash test-churn fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-cluster test-faults test-crash test-churn fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -77,6 +77,10 @@ test: $(TEST_STAMP) $(NODE_STAMP)
 
 test-all: $(TEST_STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest -q -m ''
+
+# The Spark data source's jobs (PySpark, a JVM per session: Java 17+), and the README's Spark example.
+test-spark: $(TEST_STAMP)
+	$(BIN)/python -m pytest -q -m spark
 
 # Three brokers on a real ZooKeeper (Debian's package), brokers killed with SIGKILL.
 test-cluster: $(TEST_STAMP) zookeeper-tools

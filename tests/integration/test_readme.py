@@ -22,7 +22,13 @@ def python_snippets() -> list[str]:
     return [b for b in blocks("python") if "bootstrap" in b]
 
 
-@pytest.mark.parametrize("index", range(len(python_snippets())))
+@pytest.mark.parametrize(
+    "index",
+    [
+        pytest.param(i, marks=pytest.mark.spark) if "pyspark" in snippet else i
+        for i, snippet in enumerate(python_snippets())
+    ],
+)
 def test_python_snippet_runs(broker: BrokerProcess, index: int) -> None:
     code = python_snippets()[index].replace("127.0.0.1:9092", broker.bootstrap)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=90, cwd=REPO)

@@ -25,6 +25,8 @@ from tests.broker_process import REPO, BrokerProcess
 from tests.compat.clients import consume_confluent
 from tests.spark.conftest import running_broker
 
+pytestmark = pytest.mark.spark
+
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:

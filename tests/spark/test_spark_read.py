@@ -20,6 +20,7 @@ from tests.spark.conftest import create_topics, running_broker
 
 # pyspark 4.0's collect() leaves its local result socket to the garbage collector (fixed in later releases).
 pytestmark = [
+    pytest.mark.spark,
     pytest.mark.filterwarnings(
         "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
     ),

@@ -17,6 +17,7 @@ from tests.compat.clients import Message, produce_confluent
 from tests.spark.conftest import create_topics, running_broker
 
 pytestmark = [
+    pytest.mark.spark,
     pytest.mark.filterwarnings(
         "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
     ),

@@ -13,6 +13,7 @@ from tests.compat.clients import Message, consume_confluent
 from tests.spark.conftest import create_topics, running_broker
 
 pytestmark = [
+    pytest.mark.spark,
     pytest.mark.filterwarnings(
         "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
     ),
