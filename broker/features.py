@@ -16,7 +16,10 @@ Left out: ``eligible.leader.replicas.version`` (Kafka 4.1 finalizes 1: KIP-966's
 leader replicas, which this ZooKeeper-style replication does not keep), ``share.version``
 (share groups, not served) and ``kraft.version`` (no KRaft quorum here).
 
-Features are fixed for the life of the process, so the finalized epoch is 0.
+Features are fixed for the life of the process, so the finalized epoch is 0. They are not
+negotiated across a cluster as Kafka's controller does: every broker of a cluster must run a
+minikafka that implements them (a broker from before transactions v2 would take a Produce v12 for
+a v11 and add nothing to the transaction).
 """
 
 from __future__ import annotations

@@ -166,6 +166,15 @@ class CorruptRecordError(KafkaError):
     code = ErrorCode.CORRUPT_MESSAGE
 
 
+def error_code(code: int) -> ErrorCode:
+    """``code`` from another broker's answer as an `ErrorCode`; one this broker does not know
+    (a newer Kafka's) is UNKNOWN_SERVER_ERROR."""
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
 def fenced_for(code: int, version: int, since: int) -> int:
     """PRODUCER_FENCED (KIP-588) as a client of ``version`` knows it: the APIs added it at version
     ``since`` (InitProducerId v4; EndTxn, AddPartitionsToTxn and AddOffsetsToTxn v2), and older

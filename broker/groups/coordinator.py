@@ -220,6 +220,11 @@ class GroupCoordinator(GroupOffsets, GroupTxnOffsets):
             for group_id, g in self._groups.items()
         }
 
+    def coordination_error(self, group_id: str, *, allow_empty_id: bool = False) -> ErrorCode | None:
+        """None if this broker coordinates ``group_id`` and it is loaded; else NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS or INVALID_GROUP_ID (an empty id, unless allowed)."""
+        return self._check(group_id, allow_empty_id=allow_empty_id)
+
     def _check(self, group_id: str, *, allow_empty_id: bool = False) -> ErrorCode | None:
         if self.closed:
             return ErrorCode.NOT_COORDINATOR

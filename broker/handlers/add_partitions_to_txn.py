@@ -37,6 +37,7 @@ from broker.authorized_operations import denied, unrestricted
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.security.acls import AclOperation, ResourceType
+from broker.txn.state import TRANSACTIONS_V2
 from protocol.errors import ErrorCode, fenced_for
 
 API_KEY = 24
@@ -103,7 +104,8 @@ async def _add(
     if verify:
         code, codes = coordinator.verify_partitions(txn_id, pid, epoch, partitions)
         return _results(topics, codes, code)
-    code = await coordinator.add_partitions(txn_id, pid, epoch, partitions, 2 if ctx.version >= 4 else 0)
+    client_tv = TRANSACTIONS_V2 if ctx.version >= 4 else 0  # v4+ come from brokers: Kafka's rule
+    code = await coordinator.add_partitions(txn_id, pid, epoch, partitions, client_tv)
     return _results(topics, {}, fenced_for(code, ctx.version, 2))
 
 

@@ -60,7 +60,9 @@ Version notes: v5+ carry log_start_offset in the response; v3-8 share the
   ReplicaManager: a fenced producer INVALID_PRODUCER_EPOCH, an unknown one
   INVALID_PRODUCER_ID_MAPPING, a transaction still completing
   CONCURRENT_TRANSACTIONS, and NOT_ENOUGH_REPLICAS (retriable) while the
-  coordinator cannot be reached, moves or loads.
+  coordinator cannot be reached, moves or loads. The producer's later
+  requests (pipelined on its connection) append only after such a request
+  has, so its batches keep their order.
 - Authorization (with an authorizer configured; none: nothing is checked), as
   KafkaApis: a request carrying a transactional batch needs a transactional_id
   and WRITE on it, else every partition answers
@@ -307,10 +309,12 @@ def handle(ctx: RequestContext, req: Any) -> Any:
         if _denied_transaction(ctx, req):
             return _refused(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         forbidden = denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (n for n in names if n is not None))
-    if ctx.version >= 12 and req.transactional_id is not None and req.acks != 0:
+    if ctx.version >= 12 and req.transactional_id is not None:
         adds = _implicit_adds(ctx, req, names, forbidden)
-        if adds:
-            return _add_then_produce(ctx, req, names, forbidden, adds)
+        pending = ctx.broker.transactions.implicit.pending
+        behind = pending.get(req.transactional_id)
+        if adds or behind is not None:
+            return _in_order(pending, req.transactional_id, behind, ctx, req, names, forbidden, adds)
     return _produce(ctx, req, names, forbidden)
 
 
@@ -350,27 +354,67 @@ def _implicit_adds(
     return adds
 
 
+def _in_order(
+    pending: dict[str, asyncio.Future[None]],
+    txn_id: str,
+    behind: asyncio.Future[None] | None,
+    ctx: RequestContext,
+    req: Any,
+    names: list[str | None],
+    forbidden: frozenset[str],
+    adds: dict[tuple[int, int], set[tuple[str, int]]],
+) -> asyncio.Future[Any]:
+    """`_add_then_produce` as a task registered at once as the newest waiting Produce of
+    ``txn_id`` (the next request may be handled before the task first runs); its entry is
+    settled however the task ends, cancelled before it started included."""
+    mine: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    pending[txn_id] = mine
+
+    def settle(_: object) -> None:
+        if not mine.done():
+            mine.set_result(None)
+        if pending.get(txn_id) is mine:
+            del pending[txn_id]
+
+    task = asyncio.ensure_future(_add_then_produce(ctx, req, names, forbidden, adds, behind, mine))
+    task.add_done_callback(settle)
+    return task
+
+
 async def _add_then_produce(
     ctx: RequestContext,
     req: Any,
     names: list[str | None],
     forbidden: frozenset[str],
     adds: dict[tuple[int, int], set[tuple[str, int]]],
+    behind: asyncio.Future[None] | None,
+    appended: asyncio.Future[None],
 ) -> Any:
     """Add the partitions to their transactions (`broker.txn.implicit_add`), then append; a
-    partition whose add failed answers the add's error and is not appended."""
+    partition whose add failed answers the add's error and is not appended.
+
+    ``behind``: the previous Produce of the same transactional id still waiting for its adds.
+    This one appends only after that one has (and sets ``appended`` once it has), so pipelined
+    requests keep their order: a later batch of a partition never lands before an earlier one
+    and the sequence numbers stay in order, as Kafka keeps it by reading nothing more from a
+    connection meanwhile."""
     adder = ctx.broker.transactions.implicit
-    codes = await asyncio.gather(
-        *(adder.add(req.transactional_id, pid, epoch, frozenset(tps)) for (pid, epoch), tps in adds.items())
+    txn_id = req.transactional_id
+    answers = await asyncio.gather(
+        *(adder.add(txn_id, pid, epoch, frozenset(tps)) for (pid, epoch), tps in adds.items())
     )
+    if behind is not None:
+        await asyncio.shield(behind)
     failed: dict[tuple[str, int], ErrorCode] = {}
     added: set[tuple[str, int]] = set()
-    for tps, code in zip(adds.values(), codes, strict=True):
-        if code == ErrorCode.NONE:
-            added |= tps
-        else:
-            failed.update(dict.fromkeys(tps, produce_error(code)))
-    answer = _produce(ctx, req, names, forbidden, failed, added)
+    for codes in answers:
+        for tp, code in codes.items():
+            if code == ErrorCode.NONE:
+                added.add(tp)
+            else:
+                failed[tp] = produce_error(code)
+    answer = _produce(ctx, req, names, forbidden, failed, added)  # appends now, may answer later
+    appended.set_result(None)
     return await answer if inspect.isawaitable(answer) else answer
 
 

@@ -75,10 +75,15 @@ async def _add_then_commit(
     commits: dict[TopicPartition, Any],
     respond: Callable[[dict[TopicPartition, ErrorCode]], dict[str, Any]],
 ) -> dict[str, Any]:
-    offsets_partition = (OFFSETS_TOPIC, ctx.broker.groups.partition_for(req.group_id))
-    code = await ctx.broker.transactions.implicit.add(
+    groups = ctx.broker.groups
+    error = groups.coordination_error(req.group_id, allow_empty_id=True)
+    if error is not None:  # not added anywhere: Kafka checks the offsets partition first
+        return respond(dict.fromkeys(commits, error))
+    offsets_partition = (OFFSETS_TOPIC, groups.partition_for(req.group_id))
+    codes = await ctx.broker.transactions.implicit.add(
         req.transactional_id, req.producer_id, req.producer_epoch, frozenset({offsets_partition})
     )
+    code = codes[offsets_partition]
     if code != ErrorCode.NONE:
         return respond(dict.fromkeys(commits, offset_commit_error(code)))
     answer = _commit(ctx, req, commits, respond)

@@ -1,12 +1,13 @@
 """Requests from this broker to the others' inter-broker listeners, for the transaction paths.
 
-`BrokerLinks.call(node_id, api_key, version, body)` sends one request to broker
-``node_id`` and returns its decoded response. One connection per broker,
-opened on first use (TLS and a SASL login as the listener requires:
-``link_security``), one request at a time on it (a per-broker lock); any
-failure closes the connection, raises, and the next call opens a new one.
-The address is the broker's endpoint for ``listener`` as registered in the
-cluster (its first endpoint when it has no such listener).
+`BrokerLinks.call(node_id, api_key, version, body, timeout_s)` sends one
+request to broker ``node_id`` and returns its decoded response. Up to
+``max_links`` connections per broker, each carrying one request at a time,
+opened when none is free (TLS and a SASL login as the listener requires:
+``link_security``) and kept for the next calls; a call waiting for a free one
+counts against its timeout. Any failure closes the connection it used and
+raises. The address is the broker's endpoint for ``listener`` as registered
+in the cluster (its first endpoint when it has no such listener).
 
 Users: the coordinator's WriteTxnMarkers (`broker.txn.markers`) and the
 AddPartitionsToTxn v5 a partition leader or a group coordinator sends to a
@@ -20,6 +21,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from broker.replica.link import LeaderLink, LinkSecurity
+from protocol.errors import KafkaError, ProtocolError
 from protocol.headers import encode_request_header, skip_response_header
 from protocol.messages import decode_response, encode_request
 
@@ -29,51 +31,61 @@ if TYPE_CHECKING:
 CONNECT_TIMEOUT_S = 10.0
 
 
+# What a failed call raises (the connection it used is closed).
+LINK_ERRORS = (OSError, TimeoutError, ProtocolError, KafkaError)
+
+
 class BrokerLinks:
-    def __init__(self, cluster: ClusterView, listener: str | None, client_id: str) -> None:
+    def __init__(
+        self, cluster: ClusterView, listener: str | None, client_id: str, max_links: int = 1
+    ) -> None:
         self._cluster = cluster
         self._listener = listener
         self._client_id = client_id
+        self._max_links = max_links
         self.link_security: LinkSecurity | None = None  # set by the broker for a secured listener
-        self._links: dict[int, LeaderLink] = {}
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._idle: dict[int, list[LeaderLink]] = {}
+        self._slots: dict[int, asyncio.Semaphore] = {}
         self._correlation = 0
 
     async def call(
         self, node_id: int, api_key: int, version: int, body: dict[str, Any], timeout_s: float
     ) -> Any:
-        """Broker ``node_id``'s decoded answer; raises OSError, TimeoutError or KafkaError (the
-        connection is then closed)."""
-        async with self._locks.setdefault(node_id, asyncio.Lock()):
+        """Broker ``node_id``'s decoded answer; raises one of `LINK_ERRORS` (a connection that
+        failed or closed, the timeout, an answer that does not decode)."""
+        return await asyncio.wait_for(self._call(node_id, api_key, version, body), timeout_s)
+
+    async def _call(self, node_id: int, api_key: int, version: int, body: dict[str, Any]) -> Any:
+        async with self._slots.setdefault(node_id, asyncio.Semaphore(self._max_links)):
+            idle = self._idle.setdefault(node_id, [])
+            link = idle.pop() if idle else await self._connect(node_id)
             try:
-                return await asyncio.wait_for(self._request(node_id, api_key, version, body), timeout_s)
+                self._correlation += 1
+                header = encode_request_header(api_key, version, self._correlation, self._client_id)
+                frame = await link.request(header + encode_request(api_key, version, body))
+                body_at = skip_response_header(frame, api_key, version)
+                answer = decode_response(api_key, version, frame[body_at:])
             except BaseException:
-                self.drop(node_id)
+                link.close()
                 raise
+            idle.append(link)
+            return answer
 
-    async def _request(self, node_id: int, api_key: int, version: int, body: dict[str, Any]) -> Any:
-        link = self._links.get(node_id)
-        if link is None:
-            node = self._cluster.broker(node_id)
-            address = node.address(self._listener) if node is not None and self._listener else None
-            if address is None and node is not None:
-                address = (node.host, node.port)
-            if address is None:
-                raise ConnectionError(f"broker {node_id} is not registered")
-            link = self._links[node_id] = await asyncio.wait_for(
-                LeaderLink.connect(*address, self.link_security, self._client_id), CONNECT_TIMEOUT_S
-            )
-        self._correlation += 1
-        header = encode_request_header(api_key, version, self._correlation, self._client_id)
-        frame = await link.request(header + encode_request(api_key, version, body))
-        body_at = skip_response_header(frame, api_key, version)
-        return decode_response(api_key, version, frame[body_at:])
-
-    def drop(self, node_id: int) -> None:
-        link = self._links.pop(node_id, None)
-        if link is not None:
-            link.close()
+    async def _connect(self, node_id: int) -> LeaderLink:
+        node = self._cluster.broker(node_id)
+        address = node.address(self._listener) if node is not None and self._listener else None
+        if address is None and node is not None:
+            address = (node.host, node.port)
+        if address is None:
+            raise ConnectionError(f"broker {node_id} is not registered")
+        return await asyncio.wait_for(
+            LeaderLink.connect(*address, self.link_security, self._client_id), CONNECT_TIMEOUT_S
+        )
 
     def close(self) -> None:
-        for node_id in list(self._links):
-            self.drop(node_id)
+        """Close the idle connections (one in use is closed by its call's failure or stays
+        with the process)."""
+        for links in self._idle.values():
+            for link in links:
+                link.close()
+        self._idle.clear()

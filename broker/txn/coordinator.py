@@ -55,6 +55,7 @@ from broker.txn.state import (
     COMPLETE,
     EPOCH_EXHAUSTED,
     PREPARING,
+    TRANSACTIONS_V2,
     TxnChange,
     TxnMetadata,
     TxnState,
@@ -190,7 +191,13 @@ class TransactionCoordinator:
         )
 
     async def _write(self, txn: TxnMetadata, change: TxnChange) -> ErrorCode:
-        """Persist ``change``; apply it only once durable. The id is busy meanwhile."""
+        """Persist ``change``; apply it only once durable. The id is busy meanwhile.
+
+        ``previous_producer_id`` names the id replaced by the last transition only: any other
+        transition clears it (Kafka rewrites it at every transition), so a stale producer of an
+        old id is not taken for a retry later on."""
+        if change.previous_producer_id is None:
+            change.previous_producer_id = -1
         txn.hold()
         try:
             code = await self._store.write(
@@ -475,7 +482,7 @@ class TransactionCoordinator:
             state=TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT,
             last_update_ms=now,
             next_producer_id=next_id,
-            client_tv=2,
+            client_tv=TRANSACTIONS_V2,
         )
         if txn.state is not TxnState.ONGOING:  # an abort with no partition added
             change.partitions = frozenset()

@@ -11,25 +11,32 @@ before writing, as Kafka's AddPartitionsToTxnManager does:
 - elsewhere: AddPartitionsToTxn v5 (``verify_only`` false) to the leader of
   the id's `__transaction_state` partition (`broker.txn.broker_links`).
 
-`ImplicitAdder.add` answers one code for all the partitions (Kafka's
-coordinator answers one error for a transaction's partitions): NONE,
-PRODUCER_FENCED, INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS,
-NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS; COORDINATOR_NOT_AVAILABLE when
-no broker leads the id's partition; NETWORK_EXCEPTION when the coordinator
-could not be asked; CLUSTER_AUTHORIZATION_FAILED when it refused this
-broker. Each caller maps them to its API's words (`produce_error`,
-`offset_commit_error`, Kafka's ReplicaManager and group coordinator mappings).
+`ImplicitAdder.add` answers a code per partition: NONE, PRODUCER_FENCED,
+INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS, NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_TOPIC_OR_PARTITION /
+OPERATION_NOT_ATTEMPTED (a partition the coordinator does not know);
+COORDINATOR_NOT_AVAILABLE when no broker leads the id's partition;
+NETWORK_EXCEPTION when the coordinator could not be asked or answered
+nonsense; CLUSTER_AUTHORIZATION_FAILED when it refused this broker. Each
+caller maps them to its API's words (`produce_error`, `offset_commit_error`:
+Kafka's ReplicaManager and group coordinator mappings).
+
+Adds to one broker travel on up to ``MAX_LINKS`` connections at once, so a
+producer whose coordinator is still writing its previous transaction's
+markers does not hold up the others.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
 from broker.groups.hashing import partition_for
-from broker.txn.broker_links import BrokerLinks
+from broker.txn.broker_links import LINK_ERRORS, BrokerLinks
 from broker.txn.log import TXN_TOPIC
-from protocol.errors import ErrorCode, KafkaError
+from broker.txn.state import TRANSACTIONS_V2
+from protocol.errors import ErrorCode, error_code
 
 if TYPE_CHECKING:
     from broker.cluster.view import ClusterView
@@ -40,7 +47,8 @@ log = logging.getLogger("minikafka.txn.add")
 TopicPartition = tuple[str, int]
 ADD_PARTITIONS_TO_TXN = 24
 BROKER_VERSION = 5
-TIMEOUT_S = 10.0
+TIMEOUT_S = 35.0  # above the coordinator's own wait for its log write (30 s)
+MAX_LINKS = 4
 
 
 class ImplicitAdder:
@@ -50,7 +58,10 @@ class ImplicitAdder:
         self._coordinator = coordinator
         self._cluster = cluster
         self._node_id = node_id
-        self.links = BrokerLinks(cluster, listener, f"txn-partition-leader-{node_id}")
+        self.links = BrokerLinks(cluster, listener, f"txn-partition-leader-{node_id}", MAX_LINKS)
+        # transactional id -> done once the newest Produce of it waiting for an add has appended
+        # (`broker.handlers.produce` orders a producer's pipelined requests by it)
+        self.pending: dict[str, asyncio.Future[None]] = {}
 
     async def add(
         self,
@@ -58,20 +69,22 @@ class ImplicitAdder:
         producer_id: int,
         producer_epoch: int,
         partitions: frozenset[TopicPartition],
-    ) -> ErrorCode:
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Add ``partitions`` to the producer's transaction; a code per partition (module docstring)."""
         coordinator = self._coordinator
         if coordinator.ownership_error(transactional_id) != ErrorCode.NOT_COORDINATOR:
-            return await coordinator.add_partitions(
-                transactional_id, producer_id, producer_epoch, partitions, 2
+            code = await coordinator.add_partitions(
+                transactional_id, producer_id, producer_epoch, partitions, TRANSACTIONS_V2
             )
+            return dict.fromkeys(partitions, code)
         topic = self._cluster.topic(TXN_TOPIC)
-        if topic is None:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        leader = topic.partitions[partition_for(transactional_id, len(topic.partitions))].leader
+        leader = -1
+        if topic is not None:
+            leader = topic.partitions[partition_for(transactional_id, len(topic.partitions))].leader
         if leader < 0:
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if leader == self._node_id:
-            return ErrorCode.NOT_COORDINATOR  # this broker is taking the partition over
+            return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if leader == self._node_id:  # this broker is taking the partition over
+            return dict.fromkeys(partitions, ErrorCode.NOT_COORDINATOR)
         return await self._remote(leader, transactional_id, producer_id, producer_epoch, partitions)
 
     async def _remote(
@@ -81,7 +94,7 @@ class ImplicitAdder:
         producer_id: int,
         producer_epoch: int,
         partitions: frozenset[TopicPartition],
-    ) -> ErrorCode:
+    ) -> dict[TopicPartition, ErrorCode]:
         topics: dict[str, list[int]] = {}
         for topic, p in sorted(partitions):
             topics.setdefault(topic, []).append(p)
@@ -98,17 +111,19 @@ class ImplicitAdder:
         }
         try:
             answer = await self.links.call(leader, ADD_PARTITIONS_TO_TXN, BROKER_VERSION, body, TIMEOUT_S)
-        except (OSError, TimeoutError, KafkaError) as exc:
+        except LINK_ERRORS as exc:
             log.info("AddPartitionsToTxn to broker %d failed: %s", leader, exc)
-            return ErrorCode.NETWORK_EXCEPTION
+            return dict.fromkeys(partitions, ErrorCode.NETWORK_EXCEPTION)
         if answer.error_code:
-            return ErrorCode(answer.error_code)
-        for txn in answer.results_by_transaction:
-            for topic in txn.topic_results:
-                for p in topic.results_by_partition:
-                    if p.partition_error_code:
-                        return ErrorCode(p.partition_error_code)
-        return ErrorCode.NONE
+            return dict.fromkeys(partitions, error_code(answer.error_code))
+        codes = {
+            (topic.name, p.partition_index): error_code(p.partition_error_code)
+            for txn in answer.results_by_transaction
+            for topic in txn.topic_results
+            for p in topic.results_by_partition
+        }
+        # a partition the answer left out was not added
+        return {tp: codes.get(tp, ErrorCode.NETWORK_EXCEPTION) for tp in partitions}
 
     def close(self) -> None:
         self.links.close()

@@ -28,8 +28,8 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from broker.groups.store import OFFSETS_TOPIC
-from broker.txn.broker_links import BrokerLinks
-from protocol.errors import ErrorCode, KafkaError
+from broker.txn.broker_links import LINK_ERRORS, BrokerLinks
+from protocol.errors import ErrorCode, KafkaError, error_code
 
 if TYPE_CHECKING:
     from broker.cluster.view import ClusterView
@@ -182,11 +182,11 @@ class MarkerWriter:
             response = await self.links.call(
                 leader, WRITE_TXN_MARKERS, MARKERS_VERSION, body, REPLICATION_TIMEOUT_S + 5
             )
-        except (OSError, TimeoutError, ConnectionError, KafkaError) as exc:
+        except LINK_ERRORS as exc:
             log.info("WriteTxnMarkers to broker %d failed: %s", leader, exc)
             return {}
         return {
-            (topic.name, p.partition_index): ErrorCode(p.error_code)
+            (topic.name, p.partition_index): error_code(p.error_code)
             for marker in response.markers
             for topic in marker.topics
             for p in topic.partitions

@@ -39,6 +39,7 @@ from enum import IntEnum
 from broker.txn.records import TxnValue
 
 EPOCH_EXHAUSTED = 32766  # Short.MaxValue - 1: the last epoch a producer id may use
+TRANSACTIONS_V2 = 2  # transaction.version of KIP-890 part 2 (EndTxn v5, implicit adds)
 NO_EPOCH = -1
 
 

@@ -12,6 +12,7 @@ definitions; what they write is read back by confluent-kafka's consumer.
 
 from __future__ import annotations
 
+import socket
 import time
 from typing import Any
 
@@ -32,34 +33,41 @@ def init(c: RawClient, txn_id: str) -> tuple[int, int]:
     return answer.producer_id, answer.producer_epoch
 
 
-def produce(
-    c: RawClient, txn_id: str, pid: int, epoch: int, seq: int, values: dict[int, bytes], topic: str = TOPIC
-) -> dict[int, int]:
-    """Transactional batches (one per partition, at ``seq``) with Produce v12: code per partition."""
+def produce_body(
+    txn_id: str, pid: int, epoch: int, batches: dict[int, tuple[int, bytes]], topic: str = TOPIC
+) -> dict[str, Any]:
+    """A transactional Produce of one batch per partition: ``{partition: (sequence, value)}``."""
     partitions = [
         {
             "index": p,
             "records": build_batch(
-                [Record(0, 0, None, v)],
+                [Record(0, 0, None, value)],
                 producer_id=pid,
                 producer_epoch=epoch,
                 base_sequence=seq,
                 is_transactional=True,
             ),
         }
-        for p, v in values.items()
+        for p, (seq, value) in batches.items()
     ]
-    answer = c.request(
-        0,
-        12,
-        {
-            "transactional_id": txn_id,
-            "acks": -1,
-            "timeout_ms": 5000,
-            "topic_data": [{"name": topic, "partition_data": partitions}],
-        },
-    )
+    return {
+        "transactional_id": txn_id,
+        "acks": -1,
+        "timeout_ms": 5000,
+        "topic_data": [{"name": topic, "partition_data": partitions}],
+    }
+
+
+def codes(answer: Any) -> dict[int, int]:
     return {r.index: r.error_code for r in answer.responses[0].partition_responses}
+
+
+def produce(
+    c: RawClient, txn_id: str, pid: int, epoch: int, seq: int, values: dict[int, bytes], topic: str = TOPIC
+) -> dict[int, int]:
+    """Transactional batches (one per partition, at ``seq``) with Produce v12: code per partition."""
+    batches = {p: (seq, v) for p, v in values.items()}
+    return codes(c.request(0, 12, produce_body(txn_id, pid, epoch, batches, topic)))
 
 
 def end(c: RawClient, txn_id: str, pid: int, epoch: int, commit: bool) -> tuple[int, int, int]:
@@ -121,6 +129,24 @@ def test_produce_adds_partitions_and_end_txn_bumps_the_epoch(broker: BrokerProce
     assert sorted(read_all(broker.bootstrap, "read_committed", 3, (TOPIC,))) == committed_values
     every = sorted([b"a0", b"a1", *committed_values])
     assert sorted(read_all(broker.bootstrap, "read_uncommitted", 5, (TOPIC,))) == every
+
+
+def test_pipelined_produce_keeps_its_order(broker: BrokerProcess) -> None:
+    """A Produce waiting for its partition to be added is not overtaken by the producer's next
+    request on the connection (max.in.flight > 1): a later batch landing first would break its
+    partition's sequence (OUT_OF_ORDER_SEQUENCE_NUMBER, then an abortable error in the client)."""
+    with RawClient(broker.port) as c:
+        assert create(c, TOPIC, partitions=2).error_code == 0
+        pid, epoch = init(c, "t2p")
+        assert produce(c, "t2p", pid, epoch, 0, {1: b"b0"}) == {1: 0}  # partition 1 is in already
+        c.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # both on the wire at once
+        first = c.send(0, 12, produce_body("t2p", pid, epoch, {0: (0, b"a0"), 1: (1, b"b1")}))
+        second = c.send(0, 12, produce_body("t2p", pid, epoch, {1: (2, b"b2")}))  # needs no add
+        assert codes(c.recv(0, 12, first)) == {0: 0, 1: 0}
+        assert codes(c.recv(0, 12, second)) == {1: 0}
+        assert end(c, "t2p", pid, epoch, True) == (0, pid, epoch + 1)
+    got = read_all(broker.bootstrap, "read_committed", 4, (TOPIC,))
+    assert [v for v in got if v.startswith(b"b")] == [b"b0", b"b1", b"b2"] and b"a0" in got
 
 
 def committed(c: RawClient, group: str, topic: str = TOPIC) -> int:
