@@ -5,7 +5,9 @@ transactional methods (`init_transactions`, `begin_transaction`,
 `send_offsets_to_transaction`, `commit_transaction`, `abort_transaction`)
 delegate here. The behaviour is that of Kafka's Java TransactionManager for
 transaction versions 0 and 1 (no KIP-890: the client adds partitions itself
-and the coordinator writes the markers).
+and the coordinator writes the markers). It keeps to that protocol against a
+broker that finalizes ``transaction.version`` 2 (Kafka 4.1, minikafka), which
+serves it alongside transactions v2; Java's would switch to v2 there.
 
 States::
 

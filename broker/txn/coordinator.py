@@ -1,6 +1,7 @@
 """The transaction coordinator: transactional ids, their producer epochs and transactions.
 
-Kafka's TransactionCoordinator (KIP-98, KIP-360, KIP-588, KIP-890), on the `__transaction_state` partitions this broker leads:
+Kafka's TransactionCoordinator (KIP-98, KIP-360, KIP-588, KIP-890), on the
+`__transaction_state` partitions this broker leads:
 
 - The coordinator of an id is the leader of partition
   ``abs(javaHashCode(id)) % transaction.state.log.num.partitions``; ids of a

@@ -20,10 +20,9 @@ from protocol.records import Record, build_batch, decode_batch, read_header, val
 from tests.broker_process import BrokerProcess
 from tests.wire import RawClient
 
-# Kafka 4.1's ranges (its JSON at the 4.1.0 tag), with two kinds of exception: older versions
-# Kafka 4.0 removed (KIP-896) are still served here for old clients (ACLs and DescribeConfigs
-# v0, WriteTxnMarkers v0, DescribeLogDirs v0), and EndTxn / TxnOffsetCommit stop at v4: their
-# v5 is transactions v2 (KIP-890 part 2), which minikafka does not implement.
+# Kafka 4.1's ranges (its JSON at the 4.1.0 tag), except that older versions Kafka 4.0 removed
+# (KIP-896) are still served here for old clients (ACLs and DescribeConfigs v0, WriteTxnMarkers
+# v0, DescribeLogDirs v0).
 EXPECTED_VERSIONS = {
     0: (0, 13),
     1: (4, 18),
