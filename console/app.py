@@ -93,9 +93,9 @@ def live(regions: Regions) -> Handler:
                 "X-Accel-Buffering": "no",
             }
         )
-        await response.prepare(request)
         sent: dict[str, str] = {}
         try:
+            await response.prepare(request)  # the browser may have left already: a reset, not a defect
             while True:
                 try:
                     found = await regions(request)

@@ -202,8 +202,8 @@ async def tail(request: web.Request) -> web.StreamResponse:
     fmt = _choice(request.query, "format", FORMATS)
     partitions = _partitions(row, request.query)
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"})
-    await response.prepare(request)
     try:
+        await response.prepare(request)  # the browser may have left already
         async with browsing_consumer(state.settings.client_config()) as consumer:
             tps = [TopicPartition(row.name, p) for p in partitions]
             consumer.assign(tps)
