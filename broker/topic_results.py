@@ -1,5 +1,6 @@
-"""Per-topic results of the topic admin APIs (CreateTopics, CreatePartitions), and the
-per-partition error answers of the offset APIs (OffsetCommit, OffsetDelete).
+"""Per-topic results of the topic admin APIs (CreateTopics, CreatePartitions), the
+per-partition error answers of the offset APIs (OffsetCommit, OffsetDelete), and partitions
+grouped by topic as requests and records list them (`partitions_by_topic`).
 
 Kafka answers each topic of such a request on its own: a topic named twice
 gets INVALID_REQUEST, a `KafkaError` raised for one topic becomes that
@@ -9,10 +10,18 @@ topic's error code and message, and the other topics go ahead.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from protocol.errors import ErrorCode, KafkaError
+
+
+def partitions_by_topic(partitions: Iterable[tuple[str, int]]) -> dict[str, list[int]]:
+    """{topic: its partition indexes}, topics and indexes in ascending order."""
+    topics: dict[str, list[int]] = {}
+    for topic, p in sorted(partitions):
+        topics.setdefault(topic, []).append(p)
+    return topics
 
 
 def per_topic(topics: Sequence[Any], act: Callable[[Any], None]) -> list[dict[str, Any]]:

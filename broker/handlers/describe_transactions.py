@@ -22,6 +22,7 @@ from broker import registry
 from broker.authorized_operations import denied
 from broker.context import RequestContext
 from broker.security.acls import AclOperation, ResourceType
+from broker.topic_results import partitions_by_topic
 from broker.txn.state import TxnState
 from protocol.errors import ErrorCode
 
@@ -44,9 +45,7 @@ def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
             "producer_epoch": -1,
             "topics": [],
         }
-    topics: dict[str, list[int]] = {}
-    for topic, p in sorted(txn.partitions):
-        topics.setdefault(topic, []).append(p)
+    topics = partitions_by_topic(txn.partitions)
     for hidden in denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topics):
         del topics[hidden]
     return {

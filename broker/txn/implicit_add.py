@@ -11,15 +11,17 @@ before writing, as Kafka's AddPartitionsToTxnManager does:
 - elsewhere: AddPartitionsToTxn v5 (``verify_only`` false) to the leader of
   the id's `__transaction_state` partition (`broker.txn.broker_links`).
 
-`ImplicitAdder.add` answers a code per partition: NONE, PRODUCER_FENCED,
-INVALID_PRODUCER_ID_MAPPING, CONCURRENT_TRANSACTIONS, NOT_COORDINATOR,
-COORDINATOR_LOAD_IN_PROGRESS, UNKNOWN_TOPIC_OR_PARTITION /
-OPERATION_NOT_ATTEMPTED (a partition the coordinator does not know);
-COORDINATOR_NOT_AVAILABLE when no broker leads the id's partition;
-NETWORK_EXCEPTION when the coordinator could not be asked or answered
-nonsense; CLUSTER_AUTHORIZATION_FAILED when it refused this broker. Each
-caller maps them to its API's words (`produce_error`, `offset_commit_error`:
-Kafka's ReplicaManager and group coordinator mappings).
+`ImplicitAdder.add` answers a code per partition, in the words of Kafka's
+AddPartitionsToTxnManager (a fenced producer INVALID_PRODUCER_EPOCH, this
+broker refused by the coordinator INVALID_TXN_STATE): NONE,
+INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE,
+CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
+UNKNOWN_TOPIC_OR_PARTITION / OPERATION_NOT_ATTEMPTED (a partition the
+coordinator does not know); COORDINATOR_NOT_AVAILABLE when no broker leads the
+id's partition; NETWORK_EXCEPTION when the coordinator could not be asked or
+answered nonsense. Each caller then maps the coordinator trouble to its API's
+words (`produce_error`, `offset_commit_error`: Kafka's ReplicaManager and
+group coordinator mappings).
 
 Adds to one broker travel on up to ``MAX_LINKS`` connections at once, so a
 producer whose coordinator is still writing its previous transaction's
@@ -33,6 +35,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.groups.hashing import partition_for
+from broker.topic_results import partitions_by_topic
 from broker.txn.broker_links import LINK_ERRORS, BrokerLinks
 from broker.txn.log import TXN_TOPIC
 from broker.txn.state import TRANSACTIONS_V2
@@ -71,6 +74,17 @@ class ImplicitAdder:
         partitions: frozenset[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
         """Add ``partitions`` to the producer's transaction; a code per partition (module docstring)."""
+        codes = await self._add(transactional_id, producer_id, producer_epoch, partitions)
+        return {tp: _MANAGER_WORDS.get(code, code) for tp, code in codes.items()}
+
+    async def _add(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: frozenset[TopicPartition],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """The coordinator's own codes, from this broker or another one."""
         coordinator = self._coordinator
         if coordinator.ownership_error(transactional_id) != ErrorCode.NOT_COORDINATOR:
             code = await coordinator.add_partitions(
@@ -95,9 +109,7 @@ class ImplicitAdder:
         producer_epoch: int,
         partitions: frozenset[TopicPartition],
     ) -> dict[TopicPartition, ErrorCode]:
-        topics: dict[str, list[int]] = {}
-        for topic, p in sorted(partitions):
-            topics.setdefault(topic, []).append(p)
+        topics = partitions_by_topic(partitions)
         body = {
             "transactions": [
                 {
@@ -129,6 +141,12 @@ class ImplicitAdder:
         self.links.close()
 
 
+# Kafka's AddPartitionsToTxnManager hands its callers these coordinator codes in other words
+_MANAGER_WORDS = {
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED: ErrorCode.INVALID_TXN_STATE,
+}
+
 _PRODUCE_RETRIABLE = frozenset(
     {
         ErrorCode.NETWORK_EXCEPTION,
@@ -140,23 +158,12 @@ _PRODUCE_RETRIABLE = frozenset(
 
 
 def produce_error(code: ErrorCode) -> ErrorCode:
-    """What a Produce answers for ``code`` (Kafka's ReplicaManager): coordinator trouble is the
-    retriable NOT_ENOUGH_REPLICAS, a fenced producer INVALID_PRODUCER_EPOCH."""
-    if code in _PRODUCE_RETRIABLE:
-        return ErrorCode.NOT_ENOUGH_REPLICAS
-    if code == ErrorCode.PRODUCER_FENCED:
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
-        return ErrorCode.INVALID_TXN_STATE
-    return code
+    """What a Produce answers for an `ImplicitAdder.add` code (Kafka's ReplicaManager): coordinator
+    trouble is the retriable NOT_ENOUGH_REPLICAS."""
+    return ErrorCode.NOT_ENOUGH_REPLICAS if code in _PRODUCE_RETRIABLE else code
 
 
 def offset_commit_error(code: ErrorCode) -> ErrorCode:
-    """What a TxnOffsetCommit v5 answers for ``code`` (Kafka's group coordinator)."""
-    if code == ErrorCode.NETWORK_EXCEPTION:
-        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-    if code == ErrorCode.PRODUCER_FENCED:
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    if code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
-        return ErrorCode.INVALID_TXN_STATE
-    return code
+    """What a TxnOffsetCommit v5 answers for an `ImplicitAdder.add` code (Kafka's group
+    coordinator): a coordinator that could not be asked is COORDINATOR_LOAD_IN_PROGRESS."""
+    return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if code == ErrorCode.NETWORK_EXCEPTION else code

@@ -28,6 +28,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from broker.groups.store import OFFSETS_TOPIC
+from broker.topic_results import partitions_by_topic
 from broker.txn.broker_links import LINK_ERRORS, BrokerLinks
 from protocol.errors import ErrorCode, KafkaError, error_code
 
@@ -164,9 +165,7 @@ class MarkerWriter:
         coordinator_epoch: int,
     ) -> dict[TopicPartition, ErrorCode]:
         """The leader's answer per partition; none for them if it could not be asked (retried later)."""
-        topics: dict[str, list[int]] = {}
-        for topic, p in tps:
-            topics.setdefault(topic, []).append(p)
+        topics = partitions_by_topic(tps)
         body = {
             "markers": [
                 {

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from construct import ConstructError
 
+from broker.topic_results import partitions_by_topic
 from protocol.errors import ProtocolError
 from protocol.schema import Arr, F, message_versions
 
@@ -95,9 +96,7 @@ def decode_key(data: bytes) -> str:
 
 
 def encode_value(v: TxnValue) -> bytes:
-    topics: dict[str, list[int]] = {}
-    for topic, p in sorted(v.partitions):
-        topics.setdefault(topic, []).append(p)
+    topics = partitions_by_topic(v.partitions)
     body = {
         "producer_id": v.producer_id,
         "producer_epoch": v.producer_epoch,
