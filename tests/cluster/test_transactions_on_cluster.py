@@ -29,18 +29,7 @@ from client.admin import AdminClient as Admin
 from tests.cluster.helpers import create_topic, partition_metadata, wait_for
 from tests.cluster_process import QUIET, Cluster, ZooKeeperProcess, zookeeper_available
 from tests.compat.test_transactions import read_all
-from tests.integration.test_transactions_v2 import (
-    committed,
-)
-from tests.integration.test_transactions_v2 import (
-    end as end_v2,
-)
-from tests.integration.test_transactions_v2 import (
-    init as init_v2,
-)
-from tests.integration.test_transactions_v2 import (
-    produce as produce_v2,
-)
+from tests.integration import test_transactions_v2 as tv2
 from tests.wire import RawClient
 
 pytestmark = [
@@ -227,27 +216,17 @@ def test_transactions_v2_add_partitions_from_every_leader(cluster: Cluster) -> N
     leaders = {p: leader for p, (leader, _, _) in partition_metadata(cluster.bootstrap, TOPIC).items()}
     assert set(leaders.values()) - {found.node_id}  # some adds must cross brokers
     with RawClient(found.port) as coordinator:
-        pid, epoch = init_v2(coordinator, txn_id)
+        pid, epoch = tv2.init(coordinator, txn_id)
         for partition, leader in sorted(leaders.items()):
             with RawClient(cluster.brokers[leader].port) as c:
                 values = {partition: b"v2-%d" % partition}
-                assert produce_v2(c, txn_id, pid, epoch, 0, values, TOPIC) == {partition: 0}
+                assert tv2.produce(c, txn_id, pid, epoch, 0, values, TOPIC) == {partition: 0}
         with RawClient(cluster.brokers[group_coordinator].port) as c:
-            body = {
-                "transactional_id": txn_id,
-                "group_id": group,
-                "producer_id": pid,
-                "producer_epoch": epoch,
-                "generation_id": -1,
-                "member_id": "",
-                "group_instance_id": None,
-                "topics": [{"name": TOPIC, "partitions": [{"partition_index": 0, "committed_offset": 5}]}],
-            }
-            assert c.request(28, 5, body).topics[0].partitions[0].error_code == 0
+            assert tv2.txn_offset_commit(c, pid, epoch, 5, txn_id, group, TOPIC) == 0
         state = coordinator.request(65, 0, {"transactional_ids": [txn_id]}).transaction_states[0]
         assert {(t.topic, p) for t in state.topics for p in t.partitions} >= {(TOPIC, p) for p in leaders}
-        assert end_v2(coordinator, txn_id, pid, epoch, True) == (0, pid, epoch + 1)
+        assert tv2.end(coordinator, txn_id, pid, epoch, True) == (0, pid, epoch + 1)
     want = sorted(b"v2-%d" % p for p in leaders)
     assert sorted(read_all(cluster.bootstrap, "read_committed", len(want), (TOPIC,))) == want
     with RawClient(cluster.brokers[group_coordinator].port) as c:
-        wait_for(lambda: committed(c, group, TOPIC) == 5, 30, "the committed offset")
+        wait_for(lambda: tv2.committed(c, group, TOPIC) == 5, 30, "the committed offset")

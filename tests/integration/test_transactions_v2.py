@@ -154,10 +154,20 @@ def committed(c: RawClient, group: str, topic: str = TOPIC) -> int:
     return c.request(9, 1, body).topics[0].partitions[0].committed_offset
 
 
-def txn_offset_commit(c: RawClient, pid: int, epoch: int, offset: int) -> int:
+def txn_offset_commit(
+    c: RawClient,
+    pid: int,
+    epoch: int,
+    offset: int,
+    txn_id: str = "t2o",
+    group: str = "g2",
+    topic: str = TOPIC,
+) -> int:
+    """TxnOffsetCommit v5 of ``offset`` for partition 0 of ``topic``, from a producer outside the
+    group (no AddOffsetsToTxn before it); the partition's error code."""
     body = {
-        "transactional_id": "t2o",
-        "group_id": "g2",
+        "transactional_id": txn_id,
+        "group_id": group,
         "producer_id": pid,
         "producer_epoch": epoch,
         "generation_id": -1,
@@ -165,7 +175,7 @@ def txn_offset_commit(c: RawClient, pid: int, epoch: int, offset: int) -> int:
         "group_instance_id": None,
         "topics": [
             {
-                "name": TOPIC,
+                "name": topic,
                 "partitions": [
                     {
                         "partition_index": 0,
