@@ -429,7 +429,7 @@ def _produce(
     acks = req.acks
     now_ms = int(time.time() * 1000)
     responses: list[dict[str, Any]] = []
-    to_sync: list[tuple[dict[str, Any], Partition, int]] = []
+    to_sync: list[tuple[dict[str, Any], Partition, int, int]] = []  # result, partition, last offset, bytes
     for topic, name in zip(req.topic_data, names, strict=True):
         parts = []
         if name is None or (forbidden and name in forbidden):
@@ -465,7 +465,7 @@ def _produce(
             if part is not None and (
                 acks == -1 or part.log.unflushed_messages >= part.log.config.flush_interval_messages
             ):
-                to_sync.append((result, part, last))
+                to_sync.append((result, part, last, len(pd.records or b"")))
         responses.append(_topic_response(ctx, topic, name, parts))
     response = {"responses": responses, "throttle_time_ms": 0}
     quotas = ctx.broker.security.quotas
@@ -481,13 +481,15 @@ def _produce(
 async def _after_fsync(
     ctx: RequestContext,
     response: dict[str, Any],
-    to_sync: list[tuple[dict[str, Any], Partition, int]],
+    to_sync: list[tuple[dict[str, Any], Partition, int, int]],
     replicated: bool,
     timeout_ms: int,
 ) -> dict[str, Any]:
     """Answer once every touched partition is fsynced and, for acks=all, its HW has passed the batch."""
-    synced = ctx.broker.group_commit.sync_many([part.log for _, part, _ in to_sync])  # one round for all
-    for result, part, last in to_sync:
+    synced = ctx.broker.group_commit.sync_many(  # one round for all
+        [part.log for _, part, _, _ in to_sync], sizes=[size for _, _, _, size in to_sync]
+    )
+    for result, part, last, _ in to_sync:
         try:
             await synced
         except (OSError, KafkaError) as exc:

@@ -5,16 +5,19 @@
   fsyncs the indexes too and moves it. A log reopened after a crash recovers from the recovery
   point and so rebuilds the indexes `flush_data` never synced.
 - `GroupCommit`: a sync of a log whose fsync is running waits for the next one; syncs of other
-  logs do not wait behind it; ``full=True`` asks for `flush`.
+  logs do not wait behind it; ``full=True`` asks for `flush`. The small writes asked for in one
+  turn of the event loop share one executor job, and a failed fsync fails only its own log's waiters.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
-from broker.group_commit import GroupCommit
+from broker.group_commit import SMALL_BYTES, GroupCommit
 from storage.config import LogConfig
 from storage.fs import File, FileSystem
 from storage.partition_log import PartitionLog
@@ -108,3 +111,43 @@ async def test_rounds_are_per_log() -> None:
     both = commit.sync_many([slow, fast])
     await asyncio.wait_for(both, 2)
     assert slow.calls[-1] == fast.calls[-1] == "flush_data"
+
+
+class FailingLog:
+    def flush(self) -> int:
+        raise OSError("disk gone")
+
+    def flush_data(self) -> None:
+        raise OSError("disk gone")
+
+
+class CountingExecutor(ThreadPoolExecutor):
+    def __init__(self) -> None:
+        super().__init__(max_workers=4)
+        self.jobs = 0
+
+    def submit(self, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.jobs += 1
+        return super().submit(*args, **kwargs)
+
+
+async def test_logs_asked_for_in_one_turn_share_a_job_and_fail_alone() -> None:
+    executor = CountingExecutor()
+    asyncio.get_running_loop().set_default_executor(executor)
+    commit = GroupCommit()
+    logs = [SlowLog() for _ in range(5)]
+    for log in logs:
+        log.release.set()
+    broken = FailingLog()
+    futures = [commit.sync(log) for log in logs]
+    failed = commit.sync(broken)
+    done = await asyncio.wait_for(asyncio.gather(*futures, failed, return_exceptions=True), 2)
+    assert done[:5] == [None] * 5 and isinstance(done[5], OSError)
+    assert [log.calls for log in logs] == [["flush_data"]] * 5
+    assert executor.jobs == 1
+    full = commit.sync(logs[0], full=True)  # a full flush may be long: a job of its own
+    await asyncio.wait_for(asyncio.gather(full, commit.sync(logs[1])), 2)
+    assert executor.jobs == 3 and logs[0].calls[-1] == "flush"
+    large = commit.sync(logs[2], size=SMALL_BYTES + 1)  # its writeback overlaps the others'
+    await asyncio.wait_for(asyncio.gather(large, commit.sync_many(logs[3:], sizes=[10, 10])), 2)
+    assert executor.jobs == 5
