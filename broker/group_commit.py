@@ -146,7 +146,8 @@ class GroupCommit:
         batch: list[_Round],
         f: asyncio.Future[list[BaseException | None]],
     ) -> None:
-        failures = [f.exception()] * len(batch) if f.exception() is not None else f.result()
+        crashed = f.exception()  # the job itself, not an fsync (those come back in its result)
+        failures = [crashed] * len(batch) if crashed is not None else f.result()
         for (rounds, waiters, _), exc in zip(batch, failures, strict=True):
             rounds.running = False
             if exc is not None:
