@@ -243,6 +243,7 @@ class TransactionCoordinator:
             return ErrorCode.PRODUCER_FENCED, -1, -1
         producer_id = self._allocate() if bump.new_id else bump.producer_id
         change = TxnChange(
+            previous_producer_id=txn.producer_id if bump.new_id else None,
             producer_id=producer_id,
             producer_epoch=bump.producer_epoch,
             last_producer_epoch=bump.last_producer_epoch,
@@ -261,7 +262,14 @@ class TransactionCoordinator:
 
     @staticmethod
     def _valid_producer(txn: TxnMetadata, expected: tuple[int, int]) -> bool:
-        return txn.producer_epoch < 0 or expected[0] == txn.producer_id
+        """KIP-360: may a producer naming ``expected`` (id, epoch) go on? A new id, the current
+        producer id (its epoch is checked by `next_epoch`), or the id the last InitProducerId moved
+        away from at epoch exhaustion (a retry whose answer was lost)."""
+        return (
+            txn.producer_epoch < 0
+            or expected[0] == txn.producer_id
+            or (expected[0] == txn.previous_producer_id and expected[1] >= EPOCH_EXHAUSTED)
+        )
 
     # -- AddPartitionsToTxn, AddOffsetsToTxn ------------------------------------------------
     @staticmethod

@@ -16,7 +16,10 @@ producer bumps the epoch; with the current epoch bumps it and remembers the
 old one as ``last_producer_epoch``; with ``last_producer_epoch`` (a retry of
 a bump whose answer was lost) returns the current epoch unchanged; anything
 else is PRODUCER_FENCED. An epoch at ``EPOCH_EXHAUSTED`` moves the id to a new
-producer id at epoch 0. Fencing an open transaction (a new InitProducerId, a
+producer id at epoch 0; when the request named the exhausted epoch, the move
+remembers the old id as ``previous_producer_id`` and the exhausted epoch as
+``last_producer_epoch``, so a retry naming them (its answer was lost) gets the
+new id and epoch 0 again. Fencing an open transaction (a new InitProducerId, a
 timeout) bumps the epoch and forgets ``last_producer_epoch``, so the old
 producer can never come back (Kafka behaves the same for transaction
 version 0 and 1 clients).
@@ -200,7 +203,7 @@ class EpochBump:
 def next_epoch(txn: TxnMetadata, expected_epoch: int | None) -> EpochBump | None:
     """InitProducerId's epoch for a complete (Empty/Complete*) id; None means PRODUCER_FENCED."""
     if txn.producer_epoch >= EPOCH_EXHAUSTED and expected_epoch in (None, txn.producer_epoch):
-        return EpochBump(-1, 0, NO_EPOCH, new_id=True)
+        return EpochBump(-1, 0, NO_EPOCH if expected_epoch is None else txn.producer_epoch, new_id=True)
     if expected_epoch is None:
         return EpochBump(txn.producer_id, txn.producer_epoch + 1, NO_EPOCH)
     if txn.producer_epoch == NO_EPOCH or expected_epoch == txn.producer_epoch:

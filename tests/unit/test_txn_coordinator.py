@@ -102,6 +102,23 @@ async def test_init_gives_epoch_zero_then_bumps() -> None:
     assert log.states("t") == [TxnState.EMPTY] * 4
 
 
+async def test_init_at_epoch_exhaustion_moves_to_a_new_id_and_a_lost_answer_is_retried() -> None:
+    c, _, _ = make()
+    _, pid, _ = await c.init_producer_id("t", 10_000, None)
+    c._txns["t"].producer_epoch = 32766  # as after 32,766 bumps
+    assert await c.init_producer_id("t", 10_000, (pid, 32766)) == (ErrorCode.NONE, 1001, 0)
+    # KIP-360: the answer was lost and the producer asks again with its old id and epoch
+    assert await c.init_producer_id("t", 10_000, (pid, 32766)) == (ErrorCode.NONE, 1001, 0)
+    assert await c.init_producer_id("t", 10_000, (1001, 0)) == (ErrorCode.NONE, 1001, 1)
+    # the old id is recognised only by the transition that replaced it, and only when exhausted
+    assert (await c.init_producer_id("t", 10_000, (pid, 32766)))[0] == ErrorCode.PRODUCER_FENCED
+    c._txns["t"].producer_epoch = 32766
+    assert await c.init_producer_id("t", 10_000, None) == (ErrorCode.NONE, 1002, 0)
+    # a rotation no producer asked for by epoch leaves nothing to retry
+    assert (await c.init_producer_id("t", 10_000, (1001, 32766)))[0] == ErrorCode.PRODUCER_FENCED
+    assert (await c.init_producer_id("t", 10_000, (1001, 5)))[0] == ErrorCode.PRODUCER_FENCED
+
+
 async def test_init_validates_request() -> None:
     c, _, _ = make()
     assert (await c.init_producer_id("", 1000, None))[0] == ErrorCode.INVALID_REQUEST
