@@ -70,7 +70,6 @@ from protocol.errors import ErrorCode, ProtocolError
 log = logging.getLogger("minikafka.txn")
 
 TopicPartition = tuple[str, int]
-RETRY_BACKOFF_S = 0.1
 IDLE_WAIT_S = 1.0
 
 
@@ -85,6 +84,8 @@ class TxnStore(Protocol):
     def read(self, partition: int) -> Any: ...
 
     async def write(self, partition: int, key: bytes, value: bytes | None) -> ErrorCode: ...
+
+    def record(self, partition: int, key: bytes, value: bytes | None) -> None: ...
 
 
 class Markers(Protocol):
@@ -519,8 +520,10 @@ class TransactionCoordinator:
         """Write the markers of a prepared transaction, then record it complete.
 
         The id is Complete* (and free for its next transaction) as soon as every
-        marker is durable; the Complete* record follows without waiting for its
-        own fsync: if it is lost, the replayed Prepare* writes the markers again.
+        marker is durable. The Complete* record is not fsynced on its own: the
+        next durable write of its log (the id's next transition, at the latest)
+        carries it, and if a crash loses it first, the replayed Prepare* writes
+        the markers again.
         """
         txn.hold()
         try:
@@ -545,19 +548,8 @@ class TransactionCoordinator:
         finally:
             txn.release()
         # queued now, before any request woken above runs: the log keeps the order of transitions
-        while self._owns(txn):
-            code = await self._store.write(
-                txn.partition, encode_key(txn.transactional_id), encode_value(txn.value())
-            )
-            if code in (ErrorCode.NONE, ErrorCode.NOT_COORDINATOR):
-                return
-            log.warning(
-                "%s: recording %s failed (%s); retrying",
-                txn.transactional_id,
-                txn.state.kafka_name,
-                code.name,
-            )
-            await asyncio.sleep(RETRY_BACKOFF_S)
+        if self._owns(txn):
+            self._store.record(txn.partition, encode_key(txn.transactional_id), encode_value(txn.value()))
 
     async def _idle(self, txn: TxnMetadata, timeout_s: float = IDLE_WAIT_S) -> bool:
         """Wait (up to ``timeout_s``) until no write or markers of ``txn`` are in flight.

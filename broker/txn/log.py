@@ -11,6 +11,10 @@
   Kafka writes transaction state. It answers an error code: NONE,
   NOT_COORDINATOR (leadership moved), or KAFKA_STORAGE_ERROR /
   NOT_ENOUGH_REPLICAS / REQUEST_TIMED_OUT.
+- `record` appends one record without waiting for it: it becomes durable with
+  the next fsync of its log (the coordinator's next `write` there). For
+  records whose loss a replay repairs (CompleteCommit / CompleteAbort: a
+  replayed Prepare* writes the markers again).
 - `read` replays a partition (key, value) in offset order; `coordinator_epoch`
   is the leader epoch of the partition (Kafka's coordinator epoch).
 """
@@ -77,6 +81,9 @@ class TxnLog:
 
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
         return self._log.read(partition)
+
+    def record(self, partition: int, key: bytes, value: bytes | None) -> None:
+        self._log.append(partition, [(key, value)], None)
 
     async def write(self, partition: int, key: bytes, value: bytes | None) -> ErrorCode:
         loop = asyncio.get_running_loop()

@@ -47,6 +47,10 @@ class MemoryTxnLog:
         self.records[partition].append((key, value))
         return ErrorCode.NONE
 
+    def record(self, partition: int, key: bytes, value: bytes | None) -> None:
+        if self.fail is None:
+            self.records[partition].append((key, value))
+
     def states(self, txn_id: str) -> list[TxnState]:
         return [
             TxnState(decode_value(v).status)
@@ -154,6 +158,25 @@ async def test_commit_writes_markers_then_completes() -> None:
     # a retried EndTxn of the finished commit succeeds; an abort of it is illegal
     assert await c.end_transaction("t", pid, epoch, True) == ErrorCode.NONE
     assert await c.end_transaction("t", pid, epoch, False) == ErrorCode.INVALID_TXN_STATE
+
+
+async def test_a_complete_record_lost_before_its_fsync_is_repaired_by_replay() -> None:
+    # the Complete* record is appended without waiting for an fsync of its own; a crash that
+    # loses it leaves PrepareCommit last in the log, and the next coordinator marks again
+    log = MemoryTxnLog()
+    log.record = lambda partition, key, value: None  # type: ignore[method-assign]
+    c, _, markers = make(log)
+    _, pid, epoch = await c.init_producer_id("t", 10_000, None)
+    assert await c.add_partitions("t", pid, epoch, frozenset({("a", 0)})) == ErrorCode.NONE
+    assert await c.end_transaction("t", pid, epoch, True) == ErrorCode.NONE
+    await settle(c)
+    assert c.describe("t")[1].state is TxnState.COMPLETE_COMMIT  # type: ignore[union-attr]
+    assert log.states("t")[-1] is TxnState.PREPARE_COMMIT
+    c.close()
+    restarted, _, markers2 = make(log)
+    await settle(restarted)
+    assert markers2.written == markers.written == [(pid, epoch, True, 7, frozenset({("a", 0)}))]
+    assert restarted.describe("t")[1].state is TxnState.COMPLETE_COMMIT  # type: ignore[union-attr]
 
 
 async def test_requests_during_markers_are_concurrent() -> None:
