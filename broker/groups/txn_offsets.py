@@ -80,7 +80,7 @@ class GroupTxnOffsets:
         def fail(code: ErrorCode) -> None:
             callback({tp: code for tp in offsets})
 
-        error = self._check(group_id, allow_empty_id=True)
+        error = self._check(group_id)
         if error is not None:
             fail(error)
             return

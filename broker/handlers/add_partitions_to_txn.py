@@ -13,17 +13,19 @@ Behavior:
   partitions added for transactions v2 (a Produce v12+ or TxnOffsetCommit v5
   at another broker, `broker.txn.implicit_add`); with verify_only, nothing is
   added and each partition answers NONE if it is already in the open
-  transaction, INVALID_TXN_STATE if not.
+  transaction, TRANSACTION_ABORTABLE if not; a transaction being committed or
+  aborted answers CONCURRENT_TRANSACTIONS (Kafka's verifyTransaction).
 Version notes: v0-1 get INVALID_PRODUCER_EPOCH where later versions get PRODUCER_FENCED
   (KIP-588, as Kafka answers them); v3 is flexible; v4 batches transactions and adds the
-  top-level error_code; v5 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
+  top-level error_code; v5 may answer TRANSACTION_ABORTABLE (KIP-890: verify_only).
 - Authorization (with an authorizer configured), as KafkaApis: v4+ (from
   brokers) needs CLUSTER_ACTION on the cluster, else the top-level
   CLUSTER_AUTHORIZATION_FAILED and no results; v0-3 (producers) need WRITE on
   the transactional id (else every partition answers
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and on each topic: partitions of a
-  topic without it, and of internal topics, answer TOPIC_AUTHORIZATION_FAILED
-  (before UNKNOWN_TOPIC_OR_PARTITION), the others OPERATION_NOT_ATTEMPTED.
+  topic without it answer TOPIC_AUTHORIZATION_FAILED (before
+  UNKNOWN_TOPIC_OR_PARTITION), the others OPERATION_NOT_ATTEMPTED. Partitions
+  of internal topics are refused the same way with no authorizer too.
 Leaves out: throttling.
 """
 
@@ -71,12 +73,13 @@ def _results(topics: Any, codes: dict[TopicPartition, ErrorCode], default: Error
 
 def _refused(ctx: RequestContext, txn_id: str, topics: Any) -> list[dict[str, Any]] | None:
     """A producer's (v0-3) authorization failures as Kafka answers them, or None."""
-    if unrestricted(ctx):
-        return None
-    if not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+    restricted = not unrestricted(ctx)
+    if restricted and not ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
         return _results(topics, {}, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    # Kafka never grants internal topics here: a producer does not write them.
-    forbidden = denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in topics))
+    # Kafka never grants internal topics here, authorizer or not: a producer does not write them.
+    forbidden = (
+        denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in topics)) if restricted else ()
+    )
     refused = {
         (t.name, p): ErrorCode.TOPIC_AUTHORIZATION_FAILED
         for t in topics

@@ -12,8 +12,10 @@ Behavior:
 - That first one is verified with the transaction coordinator when it runs on
   this broker (KIP-890, Kafka's transaction.partition.verification.enable):
   a partition not in the id's open transaction is INVALID_TXN_STATE ("Partition
-  was not added to the transaction"), another producer id or epoch
-  INVALID_PRODUCER_ID_MAPPING / INVALID_PRODUCER_EPOCH, no transactional_id
+  was not added to the transaction"; v11: TRANSACTION_ABORTABLE), another
+  producer id or epoch INVALID_PRODUCER_ID_MAPPING / INVALID_PRODUCER_EPOCH, a
+  transaction being committed or aborted the retriable NOT_ENOUGH_REPLICAS (as
+  Kafka's ReplicaManager), no transactional_id
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED; nothing is appended.
 - Compacted topics (cleanup.policy has compact): every record needs a key, else
   INVALID_RECORD (batches are decoded for this; other topics are not).
@@ -98,7 +100,7 @@ from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.replica import Partition
 from broker.security.acls import AclOperation, ResourceType
-from broker.txn.implicit_add import produce_error
+from broker.txn.implicit_add import produce_error, verification_error
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import LOG_OVERHEAD, MAGIC, TRANSACTIONAL_BIT, validate_batches
 from storage.cleaner import check_keys
@@ -228,12 +230,12 @@ def _verify_transaction(ctx: RequestContext, txn_id: str | None, part: Partition
             "transactional records without a transactional id",
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
         )
-    code = ctx.broker.transactions.verify_produce(txn_id, h.producer_id, h.producer_epoch, part.tp)
-    if code == ErrorCode.PRODUCER_FENCED:
-        code = ErrorCode.INVALID_PRODUCER_EPOCH  # Produce's word for it
-    if code is not None:
-        message = "Partition was not added to the transaction" if code == ErrorCode.INVALID_TXN_STATE else ""
-        raise KafkaError(message or code.name, code)
+    code = ctx.broker.transactions.verify_write(txn_id, h.producer_id, h.producer_epoch, part.tp)
+    if code is None:
+        return
+    code = verification_error(code, abortable=ctx.version >= 11, concurrent=False)
+    message = "Partition was not added to the transaction" if code == ErrorCode.INVALID_TXN_STATE else ""
+    raise KafkaError(message or code.name, code)
 
 
 _MAGIC_AT = 16

@@ -5,6 +5,8 @@ Behavior:
   to the group's `__consumer_offsets` partition as a transactional batch of
   the producer, answered once durable, visible to OffsetFetch only once the
   transaction commits (dropped if it aborts).
+- An empty group_id: every partition answers INVALID_GROUP_ID (Kafka's group
+  coordinator).
 - Per partition: unknown topic or partition UNKNOWN_TOPIC_OR_PARTITION;
   metadata over offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE; a fenced
   producer (older epoch) INVALID_PRODUCER_EPOCH.
@@ -20,8 +22,14 @@ Behavior:
   INVALID_PRODUCER_EPOCH, an unknown one INVALID_PRODUCER_ID_MAPPING,
   CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, or
   COORDINATOR_LOAD_IN_PROGRESS when the transaction coordinator could not be asked.
+- v0-4: the group's `__consumer_offsets` partition must be in the producer's
+  open transaction (AddOffsetsToTxn), checked with the transaction coordinator
+  when it runs on this broker, as Kafka's group coordinator checks it
+  (KIP-890): else nothing is committed and every partition answers
+  INVALID_TXN_STATE (v4: TRANSACTION_ABORTABLE), INVALID_PRODUCER_EPOCH,
+  INVALID_PRODUCER_ID_MAPPING or CONCURRENT_TRANSACTIONS.
 Version notes: v2 adds committed_leader_epoch; v3 is flexible with the member
-  fields; v4 may answer TRANSACTION_ABORTABLE (KIP-890; never here).
+  fields; v4 may answer TRANSACTION_ABORTABLE (KIP-890).
 - Authorization (with an authorizer configured), as KafkaApis: WRITE on the
   transactional id, else every partition answers
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else every
@@ -45,8 +53,8 @@ from broker.groups.model import TopicPartition
 from broker.groups.store import OFFSETS_TOPIC
 from broker.security.acls import AclOperation, ResourceType
 from broker.topic_results import partition_codes
-from broker.txn.implicit_add import offset_commit_error
-from protocol.errors import ErrorCode
+from broker.txn.implicit_add import offset_commit_error, verification_error
+from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 28
 
@@ -66,7 +74,30 @@ def handle(ctx: RequestContext, req: Any) -> Any:
         return respond({})
     if ctx.version >= 5:
         return _add_then_commit(ctx, req, commits, respond)
+    unverified = _unverified(ctx, req)
+    if unverified is not None:
+        return respond(dict.fromkeys(commits, unverified))
     return _commit(ctx, req, commits, respond)
+
+
+def _unverified(ctx: RequestContext, req: Any) -> ErrorCode | None:
+    """v0-4: the error if the group's `__consumer_offsets` partition is not in the producer's
+    open transaction (KIP-890, as for Produce), checked with the transaction coordinator when it
+    is on this broker and the producer has no transaction open there yet; else None."""
+    groups = ctx.broker.groups
+    if groups.coordination_error(req.group_id) is not None:
+        return None  # the commit answers it
+    tp = (OFFSETS_TOPIC, groups.partition_for(req.group_id))
+    try:
+        producers = ctx.broker.replicas.leader(*tp).producers
+    except KafkaError:
+        return None
+    if producers is not None and req.producer_id in producers.ongoing:
+        return None
+    code = ctx.broker.transactions.verify_write(req.transactional_id, req.producer_id, req.producer_epoch, tp)
+    if code is None:
+        return None
+    return verification_error(code, abortable=ctx.version >= 4, concurrent=True)
 
 
 async def _add_then_commit(
@@ -76,7 +107,7 @@ async def _add_then_commit(
     respond: Callable[[dict[TopicPartition, ErrorCode]], dict[str, Any]],
 ) -> dict[str, Any]:
     groups = ctx.broker.groups
-    error = groups.coordination_error(req.group_id, allow_empty_id=True)
+    error = groups.coordination_error(req.group_id)
     if error is not None:  # not added anywhere: Kafka checks the offsets partition first
         return respond(dict.fromkeys(commits, error))
     offsets_partition = (OFFSETS_TOPIC, groups.partition_for(req.group_id))

@@ -174,6 +174,8 @@ class TransactionCoordinator:
             del self._txns[txn_id]
 
     def _check(self, transactional_id: str) -> ErrorCode | None:
+        if not transactional_id:
+            return ErrorCode.INVALID_REQUEST  # Kafka answers it before looking for the id
         partition = self.partition_for(transactional_id)
         if partition in self._loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
@@ -365,40 +367,48 @@ class TransactionCoordinator:
         producer_epoch: int,
         partitions: frozenset[TopicPartition],
     ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        """AddPartitionsToTxn v4+ verify_only: is each partition already in the open transaction?"""
+        """AddPartitionsToTxn v4+ verify_only (Kafka's verifyTransaction): is each partition in the
+        open transaction? An error for the whole transaction (NOT_COORDINATOR,
+        COORDINATOR_LOAD_IN_PROGRESS, INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, or
+        CONCURRENT_TRANSACTIONS while it is PrepareCommit/PrepareAbort), else per partition NONE or
+        TRANSACTION_ABORTABLE. A transition still being written does not matter: partitions count
+        once their addition is durable."""
         error = self._check(transactional_id)
-        txn = self._txns.get(transactional_id)
         if error is None:
-            error = self._producer_error(txn, producer_id, producer_epoch)
+            error = self._verification_error(self._txns.get(transactional_id), producer_id, producer_epoch)
         if error is not None:
             return error, {}
-        assert txn is not None
-        ongoing = txn.state is TxnState.ONGOING
+        txn = self._txns[transactional_id]
         return ErrorCode.NONE, {
-            tp: ErrorCode.NONE if ongoing and tp in txn.partitions else ErrorCode.INVALID_TXN_STATE
+            tp: ErrorCode.NONE if tp in txn.partitions else ErrorCode.TRANSACTION_ABORTABLE
             for tp in partitions
         }
 
-    def verify_produce(
+    def verify_write(
         self, transactional_id: str, producer_id: int, producer_epoch: int, tp: TopicPartition
     ) -> ErrorCode | None:
-        """KIP-890 (part 1), for a partition leader on this broker: may the producer's first
-        transactional batch on ``tp`` be written? None: yes, or this broker is not (yet) the id's
-        coordinator and cannot tell; else INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, or
-        INVALID_TXN_STATE when ``tp`` is not in the id's open transaction (a late batch of a
-        transaction that ended would otherwise open one no marker ever closes).
-
-        Unlike verify_only, a transition of the id still being written (AddPartitionsToTxn of
-        other partitions) does not matter: ``tp`` was added durably before the client sent it."""
-        if self._check(transactional_id) is not None:
-            return None
+        """KIP-890 (part 1), for a leader on this broker of ``tp`` (a partition, or a group's
+        `__consumer_offsets` partition): may the producer's first transactional batch there be
+        written? None: yes, or this broker is not (yet) the id's coordinator and cannot tell; else
+        `verify_partitions`' code (its callers map it to their API's words:
+        `broker.txn.implicit_add.verification_error`). A partition not in the open transaction
+        (a late batch of one that ended) would otherwise open a transaction no marker ever closes."""
+        error = self._check(transactional_id)
+        if error is not None:
+            return error if error == ErrorCode.INVALID_REQUEST else None
         txn = self._txns.get(transactional_id)
-        error = self._identity_error(txn, producer_id, producer_epoch)
+        error = self._verification_error(txn, producer_id, producer_epoch)
         if error is not None or txn is None:
             return error
-        if txn.state is not TxnState.ONGOING or tp not in txn.partitions:
-            return ErrorCode.INVALID_TXN_STATE
-        return None
+        return None if tp in txn.partitions else ErrorCode.TRANSACTION_ABORTABLE
+
+    def _verification_error(
+        self, txn: TxnMetadata | None, producer_id: int, producer_epoch: int
+    ) -> ErrorCode | None:
+        error = self._identity_error(txn, producer_id, producer_epoch)
+        if error is None and txn is not None and txn.state in PREPARING:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return error
 
     # -- EndTxn -------------------------------------------------------------------------------
     async def end_transaction(

@@ -713,7 +713,12 @@ def test_transactional_batches_need_their_partition_in_the_transaction(broker: B
             if part.last_stable_offset == part.high_watermark:
                 break
             time.sleep(0.05)
+        # until the marker is durable the transaction is PrepareAbort: the retriable
+        # NOT_ENOUGH_REPLICAS (Kafka's word for CONCURRENT_TRANSACTIONS here), which clients retry
         late = send(0, 2)
+        while late.error_code == ErrorCode.NOT_ENOUGH_REPLICAS and time.monotonic() < deadline:
+            time.sleep(0.01)
+            late = send(0, 2)
         assert late.error_code == ErrorCode.INVALID_TXN_STATE, late
         part = fetch(c, "verified", 0)
         assert part.last_stable_offset == part.high_watermark

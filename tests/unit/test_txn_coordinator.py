@@ -126,6 +126,12 @@ async def test_init_at_epoch_exhaustion_moves_to_a_new_id_and_a_lost_answer_is_r
 async def test_init_validates_request() -> None:
     c, _, _ = make()
     assert (await c.init_producer_id("", 1000, None))[0] == ErrorCode.INVALID_REQUEST
+    # an empty transactional id is INVALID_REQUEST everywhere, as Kafka answers it
+    assert await c.add_partitions("", 1000, 0, frozenset({("a", 0)})) == ErrorCode.INVALID_REQUEST
+    assert await c.end_transaction("", 1000, 0, True) == ErrorCode.INVALID_REQUEST
+    assert await c.end_transaction_v2("", 1000, 0, True) == (ErrorCode.INVALID_REQUEST, -1, -1)
+    assert c.verify_write("", 1000, 0, ("a", 0)) == ErrorCode.INVALID_REQUEST
+    assert c.describe("")[0] == ErrorCode.INVALID_REQUEST
     assert (await c.init_producer_id("t", 60_001, None))[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
     assert (await c.init_producer_id("t", 0, None))[0] == ErrorCode.INVALID_TRANSACTION_TIMEOUT
 
@@ -177,6 +183,30 @@ async def test_a_complete_record_lost_before_its_fsync_is_repaired_by_replay() -
     await settle(restarted)
     assert markers2.written == markers.written == [(pid, epoch, True, 7, frozenset({("a", 0)}))]
     assert restarted.describe("t")[1].state is TxnState.COMPLETE_COMMIT  # type: ignore[union-attr]
+
+
+async def test_verification_answers_the_coordinator_codes_kafka_does() -> None:
+    c, _, markers = make()
+    markers.gate = asyncio.Event()
+    _, pid, epoch = await c.init_producer_id("t", 10_000, None)
+    a, b = ("a", 0), ("b", 1)
+    assert c.verify_write("t", pid, epoch, a) == ErrorCode.TRANSACTION_ABORTABLE  # nothing open
+    assert await c.add_partitions("t", pid, epoch, frozenset({a})) == ErrorCode.NONE
+    assert c.verify_write("t", pid, epoch, a) is None
+    assert c.verify_write("t", pid, epoch, b) == ErrorCode.TRANSACTION_ABORTABLE
+    assert c.verify_write("t", pid, epoch + 1, a) == ErrorCode.PRODUCER_FENCED
+    assert c.verify_write("t", pid + 1, epoch, a) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert c.verify_write("other", pid, epoch, a) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+    assert c.verify_partitions("t", pid, epoch, frozenset({a, b})) == (
+        ErrorCode.NONE,
+        {a: ErrorCode.NONE, b: ErrorCode.TRANSACTION_ABORTABLE},
+    )
+    assert await c.end_transaction("t", pid, epoch, True) == ErrorCode.NONE  # markers held: PrepareCommit
+    assert c.verify_write("t", pid, epoch, a) == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert c.verify_partitions("t", pid, epoch, frozenset({a})) == (ErrorCode.CONCURRENT_TRANSACTIONS, {})
+    markers.gate.set()
+    await settle(c)
+    assert c.verify_write("t", pid, epoch, a) == ErrorCode.TRANSACTION_ABORTABLE  # it ended
 
 
 async def test_requests_during_markers_are_concurrent() -> None:
