@@ -40,8 +40,8 @@ class TransactionListing:
 class TransactionDescription:
     """A transactional id as its coordinator describes it.
 
-    ``start_time_ms`` is None when no transaction is open; ``partitions`` are
-    those of the open transaction.
+    ``start_time_ms``: when the id's last transaction started, open or not (None before
+    its first one); ``partitions`` are those of the open transaction.
     """
 
     transactional_id: str
@@ -67,7 +67,8 @@ class TransactionAdmin(AdminMixin):
 
         ``states``: Kafka's state names (a name the brokers do not know raises
         `KafkaError` naming it); ``producer_ids``; ``min_duration_ms``: only
-        transactions open at least that long (needs ListTransactions v1).
+        ids whose last transaction started more than that long ago, in any state
+        (Kafka's filter: an id that never had one passes; needs ListTransactions v1).
         """
         body: dict[str, Any] = {
             "state_filters": list(states),

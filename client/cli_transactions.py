@@ -4,8 +4,9 @@
   broker, one row per transactional id (its coordinator, producer id, state);
   states are Kafka's names, case-insensitive (``ongoing`` = ``Ongoing``).
 - ``describe ID...``: DescribeTransactions from each id's coordinator:
-  producer id and epoch, state, timeout, when the open transaction started
-  and how long it has run, and its partitions. Ids that do not exist are
+  producer id and epoch, state, timeout, when its last transaction started
+  (and, while one is open, how long it has run), and the open transaction's
+  partitions. Ids that do not exist are
   reported on the error line (exit 1) after the table of those that do.
 
 Both print a table, or JSON with ``--json``, like the other client commands.
@@ -35,6 +36,7 @@ STATES = (
     "PrepareEpochFence",
 )
 _BY_LOWER = {s.lower(): s for s in STATES}
+_OPEN = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})  # a transaction runs
 
 
 def add_transactions_parser(sub: Any) -> None:
@@ -84,7 +86,9 @@ def _row(d: TransactionDescription, now_ms: int) -> dict[str, Any]:
         "state": d.state,
         "timeout_ms": d.timeout_ms,
         "start_time_ms": d.start_time_ms,
-        "duration_ms": None if d.start_time_ms is None else max(now_ms - d.start_time_ms, 0),
+        "duration_ms": (
+            max(now_ms - d.start_time_ms, 0) if d.start_time_ms is not None and d.state in _OPEN else None
+        ),
         "partitions": [[tp.topic, tp.partition] for tp in d.partitions],
     }
 

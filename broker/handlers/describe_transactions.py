@@ -2,9 +2,9 @@
 
 Behavior:
 - Per transactional id, as its coordinator has it: state (Kafka's names:
-  Empty, Ongoing, PrepareCommit, ...), timeout, start time (-1 when no
-  transaction is open), producer id and epoch, and the partitions of the
-  open transaction by topic. An id this broker does not coordinate:
+  Empty, Ongoing, PrepareCommit, ...), timeout, the start time of its last
+  transaction in any state, as Kafka answers it (-1 before its first one),
+  producer id and epoch, and the partitions of the open transaction by topic. An id this broker does not coordinate:
   NOT_COORDINATOR; one it does not know: TRANSACTIONAL_ID_NOT_FOUND;
   replay in progress: COORDINATOR_LOAD_IN_PROGRESS.
 Version notes: flexible from v0.
@@ -23,7 +23,6 @@ from broker.authorized_operations import denied
 from broker.context import RequestContext
 from broker.security.acls import AclOperation, ResourceType
 from broker.topic_results import partitions_by_topic
-from broker.txn.state import TxnState
 from protocol.errors import ErrorCode
 
 API_KEY = 65
@@ -53,7 +52,7 @@ def _state(ctx: RequestContext, txn_id: str) -> dict[str, Any]:
         "transactional_id": txn_id,
         "transaction_state": txn.state.kafka_name,
         "transaction_timeout_ms": txn.timeout_ms,
-        "transaction_start_time_ms": txn.start_ms if txn.state is TxnState.ONGOING else -1,
+        "transaction_start_time_ms": txn.start_ms,
         "producer_id": txn.producer_id,
         "producer_epoch": txn.producer_epoch,
         "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],

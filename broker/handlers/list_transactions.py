@@ -4,8 +4,9 @@ Behavior:
 - The transactional ids this broker coordinates, with producer id and state,
   filtered by state names (an unknown name is listed in
   unknown_state_filters and matches nothing), by producer ids, and (v1) by
-  duration_filter: only transactions open for at least that many ms
-  (-1: no filter), and (v2, KIP-1152) by transactional_id_pattern: a regular
+  duration_filter: only ids whose last transaction started more than that
+  many ms ago, whatever their state, as Kafka filters them (an id that never
+  had a transaction passes; -1: no filter), and (v2, KIP-1152) by transactional_id_pattern: a regular
   expression the whole id must match (null or empty: no filter); one that
   does not compile answers INVALID_REGULAR_EXPRESSION. Empty filters match
   everything.

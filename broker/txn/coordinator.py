@@ -666,9 +666,9 @@ class TransactionCoordinator:
                 continue
             if producer_ids and txn.producer_id not in producer_ids:
                 continue
-            if min_duration_ms >= 0 and (
-                txn.state is not TxnState.ONGOING or now - txn.start_ms < min_duration_ms
-            ):
+            # Kafka's rule: started more than that long ago, in any state (an id that never had a
+            # transaction has start -1, so it always passes)
+            if min_duration_ms >= 0 and now - txn.start_ms <= min_duration_ms:
                 continue
             if pattern is not None and pattern.fullmatch(txn.transactional_id) is None:
                 continue

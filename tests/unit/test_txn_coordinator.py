@@ -282,7 +282,11 @@ async def test_ids_expire_and_list_filters() -> None:
     assert names == {"x1", "x2", "y1", "open"}
     assert [t.transactional_id for t in c.list({"Ongoing"}, set())] == ["open"]
     assert [t.transactional_id for t in c.list(set(), {pid})] == ["open"]
-    assert [t.transactional_id for t in c.list(set(), set(), min_duration_ms=0)] == ["open"]
+    # Kafka's duration filter: the last transaction started more than that long ago, in any state;
+    # an id that never had one (start -1) always passes
+    c._txns["open"].start_ms -= 5_000
+    assert {t.transactional_id for t in c.list(set(), set(), min_duration_ms=4_000)} == names
+    assert {t.transactional_id for t in c.list(set(), set(), min_duration_ms=6_000)} == names - {"open"}
     far = c.describe("x1")[1].last_update_ms + c.settings.id_expiration_ms  # type: ignore[union-attr]
     assert await c.expire_ids(far + 1) == 3  # the open one stays
     assert c.describe("x1")[0] == ErrorCode.TRANSACTIONAL_ID_NOT_FOUND
