@@ -12,9 +12,10 @@
   transaction gets its marker from its current leader: locally, or with a
   WriteTxnMarkers v1 request to that broker (`broker.txn.broker_links`).
   Partitions answering a retriable error (leader moved, not available,
-  storage error, timeout) are retried after a short
-  backoff until they succeed or the coordinator loses its partition.
-  Partitions whose topic is gone, and markers the partition refuses as
+  a leader that does not host the partition (yet), storage error, timeout)
+  are retried after a short backoff, their leaders looked up afresh, until
+  they succeed or the coordinator loses its partition. Partitions whose
+  topic is gone from the cluster, and markers the partition refuses as
   stale (an older producer or coordinator epoch), are given up, as Kafka's
   marker channel does.
 """
@@ -48,7 +49,6 @@ RETRY_BACKOFF_S = 0.2
 GIVE_UP = frozenset(
     {
         ErrorCode.NONE,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.INVALID_PRODUCER_EPOCH,
         ErrorCode.TRANSACTION_COORDINATOR_FENCED,
     }
