@@ -4,8 +4,8 @@ Behavior:
 - v0-3 (producers): the partitions join the transaction of the
   transactional id (`broker.txn.coordinator`: INVALID_PRODUCER_ID_MAPPING,
   PRODUCER_FENCED, CONCURRENT_TRANSACTIONS, NOT_COORDINATOR,
-  COORDINATOR_LOAD_IN_PROGRESS), answered once durable; the one error
-  applies to every partition.
+  COORDINATOR_LOAD_IN_PROGRESS; an empty transactional id INVALID_REQUEST),
+  answered once durable; the one error applies to every partition.
 - Partitions of topics that do not exist, or past a topic's partition count:
   UNKNOWN_TOPIC_OR_PARTITION, and OPERATION_NOT_ATTEMPTED for the others
   (nothing is added), as Kafka answers.

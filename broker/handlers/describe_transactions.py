@@ -4,9 +4,10 @@ Behavior:
 - Per transactional id, as its coordinator has it: state (Kafka's names:
   Empty, Ongoing, PrepareCommit, ...), timeout, the start time of its last
   transaction in any state, as Kafka answers it (-1 before its first one),
-  producer id and epoch, and the partitions of the open transaction by topic. An id this broker does not coordinate:
-  NOT_COORDINATOR; one it does not know: TRANSACTIONAL_ID_NOT_FOUND;
-  replay in progress: COORDINATOR_LOAD_IN_PROGRESS.
+  producer id and epoch, and the partitions of the open transaction by
+  topic. An id this broker does not coordinate: NOT_COORDINATOR; one it
+  does not know: TRANSACTIONAL_ID_NOT_FOUND; replay in progress:
+  COORDINATOR_LOAD_IN_PROGRESS; an empty one: INVALID_REQUEST.
 Version notes: flexible from v0.
 - Authorization (with an authorizer configured), as KafkaApis: DESCRIBE on each
   transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED; the

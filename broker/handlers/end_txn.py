@@ -5,7 +5,8 @@ Behavior:
   transactional id (`broker.txn.coordinator`): answered once PrepareCommit /
   PrepareAbort is durable; the markers follow in the background. Errors:
   INVALID_PRODUCER_ID_MAPPING, PRODUCER_FENCED, CONCURRENT_TRANSACTIONS,
-  INVALID_TXN_STATE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS.
+  INVALID_TXN_STATE, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS; an empty
+  transactional id INVALID_REQUEST.
 - v5 is transactions v2 (KIP-890 part 2): the commit or abort bumps the
   producer epoch (a new producer id at epoch exhaustion), and the answer
   carries the producer id and epoch to go on with (-1 on errors); a retry is

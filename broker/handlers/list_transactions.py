@@ -6,8 +6,8 @@ Behavior:
   unknown_state_filters and matches nothing), by producer ids, and (v1) by
   duration_filter: only ids whose last transaction started more than that
   many ms ago, whatever their state, as Kafka filters them (an id that never
-  had a transaction passes; -1: no filter), and (v2, KIP-1152) by transactional_id_pattern: a regular
-  expression the whole id must match (null or empty: no filter); one that
+  had a transaction passes; -1: no filter), and (v2, KIP-1152) by
+  transactional_id_pattern: a regular expression the whole id must match (null or empty: no filter); one that
   does not compile answers INVALID_REGULAR_EXPRESSION. Empty filters match
   everything.
 Version notes: flexible from v0; v1 adds duration_filter; v2
