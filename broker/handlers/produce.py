@@ -100,7 +100,8 @@ from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.replica import Partition
 from broker.security.acls import AclOperation, ResourceType
-from broker.txn.implicit_add import produce_error, verification_error
+from broker.txn.implicit_add import produce_error
+from broker.txn.verification import unverified_write
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import LOG_OVERHEAD, MAGIC, TRANSACTIONAL_BIT, validate_batches
 from storage.cleaner import check_keys
@@ -219,23 +220,25 @@ def _append(
 
 
 def _verify_transaction(ctx: RequestContext, txn_id: str | None, part: Partition, h: Any) -> None:
-    """The first transactional batch of a producer on a partition (none of its transactions open
-    there yet) is checked with the transaction coordinator when it is on this broker, as Kafka's
-    transaction.partition.verification.enable (KIP-890); later ones were checked by the first."""
-    producers = part.producers
-    if producers is not None and h.producer_id in producers.ongoing:
-        return
-    if txn_id is None:
-        raise KafkaError(
-            "transactional records without a transactional id",
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-        )
-    code = ctx.broker.transactions.verify_write(txn_id, h.producer_id, h.producer_epoch, part.tp)
-    if code is None:
-        return
-    code = verification_error(code, abortable=ctx.version >= 11, concurrent=False)
-    message = "Partition was not added to the transaction" if code == ErrorCode.INVALID_TXN_STATE else ""
-    raise KafkaError(message or code.name, code)
+    """The first transactional batch of a producer on a partition is checked with the transaction
+    coordinator when it is on this broker (`broker.txn.verification`)."""
+    code = unverified_write(
+        ctx.broker.transactions,
+        part,
+        txn_id,
+        h.producer_id,
+        h.producer_epoch,
+        abortable=ctx.version >= 11,
+        concurrent=False,
+    )
+    if code is not None:
+        raise KafkaError(_VERIFICATION_MESSAGES.get(code, code.name), code)
+
+
+_VERIFICATION_MESSAGES = {
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "transactional records without a transactional id",
+    ErrorCode.INVALID_TXN_STATE: "Partition was not added to the transaction",
+}
 
 
 _MAGIC_AT = 16

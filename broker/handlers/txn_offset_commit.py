@@ -53,7 +53,8 @@ from broker.groups.model import TopicPartition
 from broker.groups.store import OFFSETS_TOPIC
 from broker.security.acls import AclOperation, ResourceType
 from broker.topic_results import partition_codes
-from broker.txn.implicit_add import offset_commit_error, verification_error
+from broker.txn.implicit_add import offset_commit_error
+from broker.txn.verification import unverified_write
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 28
@@ -82,22 +83,23 @@ def handle(ctx: RequestContext, req: Any) -> Any:
 
 def _unverified(ctx: RequestContext, req: Any) -> ErrorCode | None:
     """v0-4: the error if the group's `__consumer_offsets` partition is not in the producer's
-    open transaction (KIP-890, as for Produce), checked with the transaction coordinator when it
-    is on this broker and the producer has no transaction open there yet; else None."""
+    open transaction (`broker.txn.verification`, as for Produce); else None."""
     groups = ctx.broker.groups
     if groups.coordination_error(req.group_id) is not None:
         return None  # the commit answers it
-    tp = (OFFSETS_TOPIC, groups.partition_for(req.group_id))
     try:
-        producers = ctx.broker.replicas.leader(*tp).producers
+        part = ctx.broker.replicas.leader(OFFSETS_TOPIC, groups.partition_for(req.group_id))
     except KafkaError:
         return None
-    if producers is not None and req.producer_id in producers.ongoing:
-        return None
-    code = ctx.broker.transactions.verify_write(req.transactional_id, req.producer_id, req.producer_epoch, tp)
-    if code is None:
-        return None
-    return verification_error(code, abortable=ctx.version >= 4, concurrent=True)
+    return unverified_write(
+        ctx.broker.transactions,
+        part,
+        req.transactional_id,
+        req.producer_id,
+        req.producer_epoch,
+        abortable=ctx.version >= 4,
+        concurrent=True,
+    )
 
 
 async def _add_then_commit(

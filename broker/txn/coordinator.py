@@ -391,7 +391,7 @@ class TransactionCoordinator:
         `__consumer_offsets` partition): may the producer's first transactional batch there be
         written? None: yes, or this broker is not (yet) the id's coordinator and cannot tell; else
         `verify_partitions`' code (its callers map it to their API's words:
-        `broker.txn.implicit_add.verification_error`). A partition not in the open transaction
+        `broker.txn.verification`). A partition not in the open transaction
         (a late batch of one that ended) would otherwise open a transaction no marker ever closes."""
         error = self._check(transactional_id)
         if error is not None:

@@ -163,22 +163,6 @@ def produce_error(code: ErrorCode) -> ErrorCode:
     return ErrorCode.NOT_ENOUGH_REPLICAS if code in _PRODUCE_RETRIABLE else code
 
 
-def verification_error(code: ErrorCode, *, abortable: bool, concurrent: bool) -> ErrorCode:
-    """What a Produce v3-11 or TxnOffsetCommit v0-4 answers for a code of
-    `TransactionCoordinator.verify_write` (Kafka's AddPartitionsToTxnManager and ReplicaManager):
-    a fenced producer INVALID_PRODUCER_EPOCH; a partition not in the transaction
-    TRANSACTION_ABORTABLE where the version knows it (``abortable``: Produce v11, TxnOffsetCommit
-    v4), else INVALID_TXN_STATE; CONCURRENT_TRANSACTIONS where ``concurrent`` (TxnOffsetCommit),
-    else the retriable NOT_ENOUGH_REPLICAS (Produce)."""
-    if code == ErrorCode.PRODUCER_FENCED:
-        return ErrorCode.INVALID_PRODUCER_EPOCH
-    if code == ErrorCode.TRANSACTION_ABORTABLE and not abortable:
-        return ErrorCode.INVALID_TXN_STATE
-    if code == ErrorCode.CONCURRENT_TRANSACTIONS and not concurrent:
-        return ErrorCode.NOT_ENOUGH_REPLICAS
-    return code
-
-
 def offset_commit_error(code: ErrorCode) -> ErrorCode:
     """What a TxnOffsetCommit v5 answers for an `ImplicitAdder.add` code (Kafka's group
     coordinator): a coordinator that could not be asked is COORDINATOR_LOAD_IN_PROGRESS."""
