@@ -284,15 +284,23 @@ class TransactionCoordinator:
             return ErrorCode.PRODUCER_FENCED
         return None
 
+    def _verification_error(
+        self, txn: TxnMetadata | None, producer_id: int, producer_epoch: int
+    ) -> ErrorCode | None:
+        """`_identity_error`, else CONCURRENT_TRANSACTIONS while PrepareCommit/PrepareAbort."""
+        error = self._identity_error(txn, producer_id, producer_epoch)
+        if error is None and txn is not None and txn.state in PREPARING:
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+        return error
+
     def _producer_error(
         self, txn: TxnMetadata | None, producer_id: int, producer_epoch: int
     ) -> ErrorCode | None:
-        error = self._identity_error(txn, producer_id, producer_epoch)
-        if error is not None or txn is None:
-            return error
-        if txn.busy or txn.state in PREPARING:
+        """`_verification_error`, and CONCURRENT_TRANSACTIONS while a transition is being written."""
+        error = self._verification_error(txn, producer_id, producer_epoch)
+        if error is None and txn is not None and txn.busy:
             return ErrorCode.CONCURRENT_TRANSACTIONS
-        return None
+        return error
 
     async def add_partitions(
         self,
@@ -401,14 +409,6 @@ class TransactionCoordinator:
         if error is not None or txn is None:
             return error
         return None if tp in txn.partitions else ErrorCode.TRANSACTION_ABORTABLE
-
-    def _verification_error(
-        self, txn: TxnMetadata | None, producer_id: int, producer_epoch: int
-    ) -> ErrorCode | None:
-        error = self._identity_error(txn, producer_id, producer_epoch)
-        if error is None and txn is not None and txn.state in PREPARING:
-            return ErrorCode.CONCURRENT_TRANSACTIONS
-        return error
 
     # -- EndTxn -------------------------------------------------------------------------------
     async def end_transaction(
