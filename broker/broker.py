@@ -160,7 +160,7 @@ class Broker:
             local=session is None,
         )
         self.transactions.marker_writer.links.link_security = self.security.link_security
-        self.transactions.implicit.links.link_security = self.security.link_security
+        self.transactions.adds.links.link_security = self.security.link_security
         if session is not None:
             self.cluster.fetchers.link_security = self.security.link_security
             self.cluster.leadership_changed.append(self._coordinator_leadership)

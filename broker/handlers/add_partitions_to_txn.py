@@ -11,7 +11,7 @@ Behavior:
   (nothing is added), as Kafka answers.
 - v4+ (brokers, batched by transaction): each transaction as above, the
   partitions added for transactions v2 (a Produce v12+ or TxnOffsetCommit v5
-  at another broker, `broker.txn.implicit_add`); with verify_only, nothing is
+  at another broker, `broker.txn.add_partitions_manager`); with verify_only, nothing is
   added and each partition answers NONE if it is already in the open
   transaction, TRANSACTION_ABORTABLE if not; a transaction being committed or
   aborted answers CONCURRENT_TRANSACTIONS (Kafka's verifyTransaction).

@@ -9,14 +9,17 @@ Behavior:
   a producer opens its transaction on the partition (its records stay above
   the last stable offset until the coordinator's marker closes it); a
   non-transactional batch of a producer inside a transaction is INVALID_TXN_STATE.
-- That first one is verified with the transaction coordinator when it runs on
-  this broker (KIP-890, Kafka's transaction.partition.verification.enable):
-  a partition not in the id's open transaction is INVALID_TXN_STATE ("Partition
-  was not added to the transaction"; v11: TRANSACTION_ABORTABLE), another
-  producer id or epoch INVALID_PRODUCER_ID_MAPPING / INVALID_PRODUCER_EPOCH, a
-  transaction being committed or aborted the retriable NOT_ENOUGH_REPLICAS (as
-  Kafka's ReplicaManager), no transactional_id
-  TRANSACTIONAL_ID_AUTHORIZATION_FAILED; nothing is appended.
+- That first one is verified with the transaction coordinator (KIP-890,
+  Kafka's transaction.partition.verification.enable): in place when it runs on
+  this broker, else with AddPartitionsToTxn v5 verify_only to the broker that
+  has it (`broker.txn.add_partitions_manager`; the producer's later requests
+  wait for it, as for v12+ below). A partition not in the id's open
+  transaction is INVALID_TXN_STATE ("Partition was not added to the
+  transaction"; v11: TRANSACTION_ABORTABLE), another producer id or epoch
+  INVALID_PRODUCER_ID_MAPPING / INVALID_PRODUCER_EPOCH, a transaction being
+  committed or aborted, or a coordinator that cannot be asked, moves or
+  loads, the retriable NOT_ENOUGH_REPLICAS (as Kafka's ReplicaManager), no
+  transactional_id TRANSACTIONAL_ID_AUTHORIZATION_FAILED; nothing is appended.
 - Compacted topics (cleanup.policy has compact): every record needs a key, else
   INVALID_RECORD (batches are decoded for this; other topics are not).
 - The append itself is the replica manager's (`ReplicaManager.append`):
@@ -56,7 +59,7 @@ Version notes: v5+ carry log_start_offset in the response; v3-8 share the
 - v12+ inside a transaction is transactions v2 (KIP-890 part 2): the producer
   sent no AddPartitionsToTxn, so a partition whose first transactional batch
   opens its producer's transaction (none open there with that epoch) is added
-  to the transaction before the append (`broker.txn.implicit_add`: the
+  to the transaction before the append (`broker.txn.add_partitions_manager`: the
   coordinator here, or AddPartitionsToTxn v5 to the broker that has it).
   When the add fails the partition is not appended and answers, as Kafka's
   ReplicaManager: a fenced producer INVALID_PRODUCER_EPOCH, an unknown one
@@ -78,9 +81,7 @@ Version notes: v5+ carry log_start_offset in the response; v3-8 share the
 - Client quotas: the record sets' bytes count against the client's
   producer_byte_rate; over it, the answer carries throttle_time_ms and the
   connection reads nothing for that long (broker/security/quotas.py).
-Leaves out: below v12, verifying with a coordinator on another broker (Kafka
-  asks it with AddPartitionsToTxn v4 verify_only; here such batches are taken as before);
-  timestamp-difference validation, per-record validation of compressed
+Leaves out: timestamp-difference validation, per-record validation of compressed
   batches (batches are stored as sent); closing the connection of an acks=0
   request that failed (it is just not answered).
 """
@@ -100,8 +101,8 @@ from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.replica import Partition
 from broker.security.acls import AclOperation, ResourceType
-from broker.txn.implicit_add import produce_error
-from broker.txn.verification import unverified_write
+from broker.txn.add_partitions_manager import produce_error
+from broker.txn.verification import opened_here, unverified_write, verification_error
 from protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from protocol.records import LOG_OVERHEAD, MAGIC, TRANSACTIONAL_BIT, validate_batches
 from storage.cleaner import check_keys
@@ -175,10 +176,11 @@ def _append(
     acks: int,
     now_ms: int,
     txn_id: str | None = None,
-    added: bool = False,
+    checked: bool = False,
 ) -> tuple[dict[str, Any], Partition | None, int]:
     """(partition result, the partition if bytes were appended or a duplicate acknowledged, the last
-    offset). ``added``: the partition was just added to the producer's transaction (v12+)."""
+    offset). ``checked``: the coordinator has just added the partition to the producer's
+    transaction (v12+) or verified it is there (v3-11)."""
     broker = ctx.broker
     if topic in INTERNAL_TOPICS:
         raise KafkaError(f"cannot append to internal topic {topic}", ErrorCode.INVALID_TOPIC_EXCEPTION)
@@ -200,7 +202,7 @@ def _append(
             raise KafkaError("client-sent control batch", ErrorCode.INVALID_RECORD)
         if h.is_transactional and h.producer_id < 0:
             raise KafkaError("transactional batch with no producer id", ErrorCode.INVALID_RECORD)
-    if headers[0].is_transactional and not added:
+    if headers[0].is_transactional and not checked:
         _verify_transaction(ctx, txn_id, part, headers[0])
     if plog.config.compact:
         check_keys(buf, headers)
@@ -221,7 +223,8 @@ def _append(
 
 def _verify_transaction(ctx: RequestContext, txn_id: str | None, part: Partition, h: Any) -> None:
     """The first transactional batch of a producer on a partition is checked with the transaction
-    coordinator when it is on this broker (`broker.txn.verification`)."""
+    coordinator when it is on this broker (`broker.txn.verification`; one elsewhere was asked
+    before, by `_add_then_produce`)."""
     code = unverified_write(
         ctx.broker.transactions,
         part,
@@ -233,6 +236,19 @@ def _verify_transaction(ctx: RequestContext, txn_id: str | None, part: Partition
     )
     if code is not None:
         raise KafkaError(_VERIFICATION_MESSAGES.get(code, code.name), code)
+
+
+def _verification_error(ctx: RequestContext, code: ErrorCode) -> ErrorCode:
+    """A remote coordinator's verify_only code in this version's words (as `_verify_transaction`)."""
+    return verification_error(code, abortable=ctx.version >= 11, concurrent=False)
+
+
+def _failed_message(ctx: RequestContext, code: ErrorCode) -> str:
+    if ctx.version >= 12:
+        return "Partition could not be added to the transaction"
+    if code == ErrorCode.NOT_ENOUGH_REPLICAS:
+        return "Unable to verify the partition has been added to the transaction"
+    return _VERIFICATION_MESSAGES.get(code, code.name)
 
 
 _VERIFICATION_MESSAGES = {
@@ -314,12 +330,16 @@ def handle(ctx: RequestContext, req: Any) -> Any:
         if _denied_transaction(ctx, req):
             return _refused(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         forbidden = denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (n for n in names if n is not None))
-    if ctx.version >= 12 and req.transactional_id is not None:
-        adds = _implicit_adds(ctx, req, names, forbidden)
-        pending = ctx.broker.transactions.implicit.pending
-        behind = pending.get(req.transactional_id)
-        if adds or behind is not None:
-            return _in_order(pending, req.transactional_id, behind, ctx, req, names, forbidden, adds)
+    txn_id = req.transactional_id
+    if txn_id is not None:
+        asks = _first_writes(ctx, req, names, forbidden)
+        transactions = ctx.broker.transactions
+        if asks and ctx.version < 12 and transactions.ownership_error(txn_id) == ErrorCode.NONE:
+            asks = {}  # verified in place (`_verify_transaction`)
+        pending = transactions.adds.pending
+        behind = pending.get(txn_id)
+        if asks or behind is not None:
+            return _in_order(pending, txn_id, behind, ctx, req, names, forbidden, asks)
     return _produce(ctx, req, names, forbidden)
 
 
@@ -334,12 +354,14 @@ def _first_batch(records: Any) -> tuple[int, int] | None:
     return producer_id, epoch
 
 
-def _implicit_adds(
+def _first_writes(
     ctx: RequestContext, req: Any, names: list[str | None], forbidden: frozenset[str]
 ) -> dict[tuple[int, int], set[tuple[str, int]]]:
-    """Transactions v2 (Produce v12+): the partitions whose first transactional batch opens its
-    producer's transaction there (none open with that epoch), by (producer id, epoch). The others,
-    and partitions that will be refused anyway (unknown, not led here), need no add."""
+    """The partitions whose first transactional batch opens its producer's transaction there, by
+    (producer id, epoch): v12+ (transactions v2) none open with that epoch, to be added; v3-11
+    none open, to be verified. The others, and partitions that will be refused anyway (unknown,
+    not led here), need no word with the coordinator."""
+    v2 = ctx.version >= 12
     adds: dict[tuple[int, int], set[tuple[str, int]]] = {}
     for topic, name in zip(req.topic_data, names, strict=True):
         if name is None or name in forbidden or name in INTERNAL_TOPICS:
@@ -352,9 +374,13 @@ def _implicit_adds(
                 part = ctx.broker.replicas.leader(name, pd.index)
             except KafkaError:
                 continue
-            state = part.producers.producers.get(producer[0]) if part.producers is not None else None
-            if state is not None and state.txn_first_offset >= 0 and state.epoch == producer[1]:
-                continue
+            if not v2:
+                if opened_here(part, producer[0]):
+                    continue
+            elif part.producers is not None:
+                state = part.producers.producers.get(producer[0])
+                if state is not None and state.txn_first_offset >= 0 and state.epoch == producer[1]:
+                    continue
             adds.setdefault(producer, set()).add((name, pd.index))
     return adds
 
@@ -395,30 +421,35 @@ async def _add_then_produce(
     behind: asyncio.Future[None] | None,
     appended: asyncio.Future[None],
 ) -> Any:
-    """Add the partitions to their transactions (`broker.txn.implicit_add`), then append; a
-    partition whose add failed answers the add's error and is not appended.
+    """Add the partitions to their transactions (v12+) or verify that they are in them (v3-11,
+    the coordinator on another broker) with `broker.txn.add_partitions_manager`, then append; a
+    partition whose add or verification failed answers its error and is not appended.
 
     ``behind``: the previous Produce of the same transactional id still waiting for its adds.
     This one appends only after that one has (and sets ``appended`` once it has), so pipelined
     requests keep their order: a later batch of a partition never lands before an earlier one
     and the sequence numbers stay in order, as Kafka keeps it by reading nothing more from a
     connection meanwhile."""
-    adder = ctx.broker.transactions.implicit
+    adder = ctx.broker.transactions.adds
     txn_id = req.transactional_id
+    verify_only = ctx.version < 12
     answers = await asyncio.gather(
-        *(adder.add(txn_id, pid, epoch, frozenset(tps)) for (pid, epoch), tps in adds.items())
+        *(
+            adder.ask(txn_id, pid, epoch, frozenset(tps), verify_only=verify_only)
+            for (pid, epoch), tps in adds.items()
+        )
     )
     if behind is not None:
         await asyncio.shield(behind)
     failed: dict[tuple[str, int], ErrorCode] = {}
-    added: set[tuple[str, int]] = set()
+    checked: set[tuple[str, int]] = set()
     for codes in answers:
         for tp, code in codes.items():
             if code == ErrorCode.NONE:
-                added.add(tp)
+                checked.add(tp)
             else:
-                failed[tp] = produce_error(code)
-    answer = _produce(ctx, req, names, forbidden, failed, added)  # appends now, may answer later
+                failed[tp] = produce_error(_verification_error(ctx, code) if verify_only else code)
+    answer = _produce(ctx, req, names, forbidden, failed, checked)  # appends now, may answer later
     appended.set_result(None)
     return await answer if inspect.isawaitable(answer) else answer
 
@@ -429,7 +460,7 @@ def _produce(
     names: list[str | None],
     forbidden: frozenset[str],
     failed: dict[tuple[str, int], ErrorCode] | None = None,
-    added: set[tuple[str, int]] | None = None,
+    checked: set[tuple[str, int]] | None = None,
 ) -> Any:
     acks = req.acks
     now_ms = int(time.time() * 1000)
@@ -449,7 +480,7 @@ def _produce(
             tp = (name, pd.index)
             try:
                 if failed and tp in failed:
-                    raise KafkaError("Partition could not be added to the transaction", failed[tp])
+                    raise KafkaError(_failed_message(ctx, failed[tp]), failed[tp])
                 result, part, last = _append(
                     ctx,
                     name,
@@ -458,7 +489,7 @@ def _produce(
                     acks,
                     now_ms,
                     req.transactional_id,
-                    bool(added and tp in added),
+                    bool(checked and tp in checked),
                 )
             except KafkaError as exc:
                 log.debug("produce %s-%d rejected: %s", name, pd.index, exc)

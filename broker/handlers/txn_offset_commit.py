@@ -16,7 +16,7 @@ Behavior:
   producer outside the group, always accepted.
 - v5 is transactions v2 (KIP-890 part 2): the producer sent no
   AddOffsetsToTxn, so the group's `__consumer_offsets` partition is first
-  added to its transaction (`broker.txn.implicit_add`, the coordinator here
+  added to its transaction (`broker.txn.add_partitions_manager`, the coordinator here
   or on another broker). If that fails nothing is committed and every
   partition answers, as Kafka's group coordinator: a fenced producer
   INVALID_PRODUCER_EPOCH, an unknown one INVALID_PRODUCER_ID_MAPPING,
@@ -24,10 +24,12 @@ Behavior:
   COORDINATOR_LOAD_IN_PROGRESS when the transaction coordinator could not be asked.
 - v0-4: the group's `__consumer_offsets` partition must be in the producer's
   open transaction (AddOffsetsToTxn), checked with the transaction coordinator
-  when it runs on this broker, as Kafka's group coordinator checks it
+  (here, or on another broker with AddPartitionsToTxn v5 verify_only) before
+  the producer's first commit there, as Kafka's group coordinator checks it
   (KIP-890): else nothing is committed and every partition answers
   INVALID_TXN_STATE (v4: TRANSACTION_ABORTABLE), INVALID_PRODUCER_EPOCH,
-  INVALID_PRODUCER_ID_MAPPING or CONCURRENT_TRANSACTIONS.
+  INVALID_PRODUCER_ID_MAPPING or CONCURRENT_TRANSACTIONS; a transaction
+  coordinator that cannot be asked answers as in v5.
 Version notes: v2 adds committed_leader_epoch; v3 is flexible with the member
   fields; v4 may answer TRANSACTION_ABORTABLE (KIP-890).
 - Authorization (with an authorizer configured), as KafkaApis: WRITE on the
@@ -51,10 +53,11 @@ from broker.context import RequestContext
 from broker.groups import deferred
 from broker.groups.model import TopicPartition
 from broker.groups.store import OFFSETS_TOPIC
+from broker.replica import Partition
 from broker.security.acls import AclOperation, ResourceType
 from broker.topic_results import partition_codes
-from broker.txn.implicit_add import offset_commit_error
-from broker.txn.verification import unverified_write
+from broker.txn.add_partitions_manager import offset_commit_error
+from broker.txn.verification import opened_here, unverified_write, verification_error
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 28
@@ -73,26 +76,21 @@ def handle(ctx: RequestContext, req: Any) -> Any:
 
     if not commits:
         return respond({})
-    if ctx.version >= 5:
-        return _add_then_commit(ctx, req, commits, respond)
-    unverified = _unverified(ctx, req)
-    if unverified is not None:
-        return respond(dict.fromkeys(commits, unverified))
-    return _commit(ctx, req, commits, respond)
-
-
-def _unverified(ctx: RequestContext, req: Any) -> ErrorCode | None:
-    """v0-4: the error if the group's `__consumer_offsets` partition is not in the producer's
-    open transaction (`broker.txn.verification`, as for Produce); else None."""
     groups = ctx.broker.groups
-    if groups.coordination_error(req.group_id) is not None:
-        return None  # the commit answers it
-    try:
-        part = ctx.broker.replicas.leader(OFFSETS_TOPIC, groups.partition_for(req.group_id))
-    except KafkaError:
-        return None
-    return unverified_write(
-        ctx.broker.transactions,
+    if ctx.version >= 5:
+        error = groups.coordination_error(req.group_id)
+        if error is not None:  # not added anywhere: Kafka checks the offsets partition first
+            return respond(dict.fromkeys(commits, error))
+        offsets_partition = (OFFSETS_TOPIC, groups.partition_for(req.group_id))
+        return _ask_then_commit(ctx, req, commits, respond, offsets_partition, verify=False)
+    part = _to_verify(ctx, req)
+    if part is None:
+        return _commit(ctx, req, commits, respond)
+    transactions = ctx.broker.transactions
+    if transactions.ownership_error(req.transactional_id) != ErrorCode.NONE:
+        return _ask_then_commit(ctx, req, commits, respond, part.tp, verify=True)
+    unverified = unverified_write(
+        transactions,
         part,
         req.transactional_id,
         req.producer_id,
@@ -100,24 +98,50 @@ def _unverified(ctx: RequestContext, req: Any) -> ErrorCode | None:
         abortable=ctx.version >= 4,
         concurrent=True,
     )
+    if unverified is not None:
+        return respond(dict.fromkeys(commits, unverified))
+    return _commit(ctx, req, commits, respond)
 
 
-async def _add_then_commit(
+def _to_verify(ctx: RequestContext, req: Any) -> Partition | None:
+    """v0-4: the group's `__consumer_offsets` partition if the producer's write there must be
+    verified with the transaction coordinator (no transaction of it open there yet:
+    `broker.txn.verification`, as for Produce); None if not, or if the commit answers an error
+    of the group's coordination anyway."""
+    groups = ctx.broker.groups
+    if groups.coordination_error(req.group_id) is not None:
+        return None
+    try:
+        part = ctx.broker.replicas.leader(OFFSETS_TOPIC, groups.partition_for(req.group_id))
+    except KafkaError:
+        return None
+    return None if opened_here(part, req.producer_id) else part
+
+
+async def _ask_then_commit(
     ctx: RequestContext,
     req: Any,
     commits: dict[TopicPartition, Any],
     respond: Callable[[dict[TopicPartition, ErrorCode]], dict[str, Any]],
+    offsets_partition: TopicPartition,
+    *,
+    verify: bool,
 ) -> dict[str, Any]:
-    groups = ctx.broker.groups
-    error = groups.coordination_error(req.group_id)
-    if error is not None:  # not added anywhere: Kafka checks the offsets partition first
-        return respond(dict.fromkeys(commits, error))
-    offsets_partition = (OFFSETS_TOPIC, groups.partition_for(req.group_id))
-    codes = await ctx.broker.transactions.implicit.add(
-        req.transactional_id, req.producer_id, req.producer_epoch, frozenset({offsets_partition})
+    """Ask the transaction coordinator (here or on another broker) to add the offsets partition to
+    the producer's transaction (v5), or whether it is in it (v0-4 with the coordinator elsewhere
+    or still loading: AddPartitionsToTxn v5 verify_only); then commit, or answer its error for
+    every partition."""
+    codes = await ctx.broker.transactions.adds.ask(
+        req.transactional_id,
+        req.producer_id,
+        req.producer_epoch,
+        frozenset({offsets_partition}),
+        verify_only=verify,
     )
     code = codes[offsets_partition]
     if code != ErrorCode.NONE:
+        if verify:
+            code = verification_error(code, abortable=ctx.version >= 4, concurrent=True)
         return respond(dict.fromkeys(commits, offset_commit_error(code)))
     answer = _commit(ctx, req, commits, respond)
     return await answer if inspect.isawaitable(answer) else answer

@@ -3,9 +3,11 @@
 Modules: `records` (Kafka's key/value formats), `state` (an id's states and
 epoch rules), `coordinator` (the requests and timers), `log` (the topic on the
 broker's storage), `markers` (writing COMMIT/ABORT markers on the
-transaction's partitions, here or on other brokers), `implicit_add` (a
-partition leader or group coordinator adding partitions for a transactions-v2
-producer), `broker_links` (their requests to other brokers).
+transaction's partitions, here or on other brokers), `add_partitions_manager`
+(a partition leader or group coordinator adding partitions for a
+transactions-v2 producer, or verifying them with a coordinator elsewhere),
+`verification` (the first-write check with a coordinator here),
+`broker_links` (their requests to other brokers).
 
 `Transactions` wires them for the broker. `__transaction_state` is created
 the first time a client looks for a transaction coordinator, as Kafka does:
@@ -22,8 +24,8 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from broker.txn.add_partitions_manager import AddPartitionsManager
 from broker.txn.coordinator import TransactionCoordinator, TxnSettings
-from broker.txn.implicit_add import ImplicitAdder
 from broker.txn.log import TXN_TOPIC, TxnLog, ensure_txn_topic, txn_topic_configs
 from broker.txn.markers import MarkerWriter
 from protocol.errors import KafkaError
@@ -82,7 +84,7 @@ class Transactions(TransactionCoordinator):
             self.marker_writer,
             producer_ids.allocate,
         )
-        self.implicit = ImplicitAdder(self, cluster, replicas.node_id, config.inter_broker_listener)
+        self.adds = AddPartitionsManager(self, cluster, replicas.node_id, config.inter_broker_listener)
         self._timers: asyncio.Task[None] | None = None
         if local and info is not None:
             self.load_all()
@@ -115,4 +117,4 @@ class Transactions(TransactionCoordinator):
         if self._timers is not None:
             self._timers.cancel()
         self.marker_writer.close()
-        self.implicit.close()
+        self.adds.close()

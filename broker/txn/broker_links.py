@@ -11,7 +11,7 @@ in the cluster (its first endpoint when it has no such listener).
 
 Users: the coordinator's WriteTxnMarkers (`broker.txn.markers`) and the
 AddPartitionsToTxn v5 a partition leader or a group coordinator sends to a
-transaction coordinator (`broker.txn.implicit_add`); each has its own links,
+transaction coordinator (`broker.txn.add_partitions_manager`); each has its own links,
 so markers waiting for replication never hold up an add.
 """
 

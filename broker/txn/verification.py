@@ -7,11 +7,13 @@ as Kafka's ``transaction.partition.verification.enable``: a batch for a
 partition not in the open transaction (a late one of a transaction that
 ended) would open a transaction no marker ever closes. Later batches of the
 same producer there were checked by the first (it has a transaction open on
-the partition). Only a coordinator on this broker is asked; one elsewhere is
-not, and the write goes ahead.
+the partition: `opened_here`).
 
-`unverified_write` answers the error in the request's words (Kafka's
-AddPartitionsToTxnManager and ReplicaManager), or None to write.
+`unverified_write` asks a coordinator on this broker and answers the error in
+the request's words (Kafka's AddPartitionsToTxnManager and ReplicaManager), or
+None to write. A coordinator elsewhere (or one still loading its partition)
+is asked by the handler with `AddPartitionsManager.verify` (AddPartitionsToTxn
+v5 verify_only), whose codes `verification_error` words the same way.
 """
 
 from __future__ import annotations
@@ -37,13 +39,18 @@ def unverified_write(
 ) -> ErrorCode | None:
     """None if the producer's batch may be written on ``part``; else its error: no transactional
     id TRANSACTIONAL_ID_AUTHORIZATION_FAILED, or `verification_error` of the coordinator's code."""
-    producers = part.producers
-    if producers is not None and producer_id in producers.ongoing:
+    if opened_here(part, producer_id):
         return None
     if transactional_id is None:
         return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     code = coordinator.verify_write(transactional_id, producer_id, producer_epoch, part.tp)
     return None if code is None else verification_error(code, abortable=abortable, concurrent=concurrent)
+
+
+def opened_here(part: Partition, producer_id: int) -> bool:
+    """Whether the producer has a transaction open on ``part`` (its first write there was checked)."""
+    producers = part.producers
+    return producers is not None and producer_id in producers.ongoing
 
 
 def verification_error(code: ErrorCode, *, abortable: bool, concurrent: bool) -> ErrorCode:

@@ -7,10 +7,13 @@ replication factor 3. Then the coordinator of a transactional id is SIGKILLed
 while its transaction is open: the broker that takes over its
 `__transaction_state` partition replays the id and the producer's commit goes
 through there, with nothing committed lost and nothing aborted visible.
-Last, the coordinator dies between PrepareCommit and the markers (the only
+Then the coordinator dies between PrepareCommit and the markers (the only
 data partition's leader is paused, so the markers cannot be written): the
 broker taking over replays PrepareCommit and writes them once that leader is
-back, and the commit the producer was told of happens.
+back, and the commit the producer was told of happens. Last, the leaders of
+a transaction's partitions and its group coordinator verify a producer's
+first write with a coordinator on another broker (KIP-890 part 1), and
+transactions v2 add the partitions there.
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker.groups.hashing import partition_for
 from client.admin import AdminClient as Admin
+from protocol.errors import ErrorCode
 from tests.cluster.helpers import create_topic, partition_metadata, wait_for
 from tests.cluster_process import QUIET, Cluster, ZooKeeperProcess, zookeeper_available
 from tests.compat.test_transactions import read_all
 from tests.integration import test_transactions_v2 as tv2
+from tests.integration.test_txn_verification import Producer as WireProducer
 from tests.wire import RawClient
 
 pytestmark = [
@@ -230,3 +235,69 @@ def test_transactions_v2_add_partitions_from_every_leader(cluster: Cluster) -> N
     assert sorted(read_all(cluster.bootstrap, "read_committed", len(want), (TOPIC,))) == want
     with RawClient(cluster.brokers[group_coordinator].port) as c:
         wait_for(lambda: tv2.committed(c, group, TOPIC) == 5, 30, "the committed offset")
+
+
+def test_first_writes_are_verified_with_a_coordinator_elsewhere(cluster: Cluster) -> None:
+    """KIP-890 part 1 across brokers: a partition leader and a group coordinator that are not the
+    transaction coordinator ask it (AddPartitionsToTxn v5 verify_only) before a producer's first
+    transactional write, so a batch or an offset commit outside the open transaction is refused in
+    its version's words and a late batch after the commit opens nothing."""
+    txn_id = "verified-remotely"
+    any_port = next(iter(cluster.brokers.values())).port
+    with RawClient(any_port) as c:
+        c.await_transaction_coordinator(txn_id)
+        coordinator = c.request(10, 1, {"key": txn_id, "key_type": 1}).node_id
+        group = next(
+            g
+            for g in (f"verifying-{i}" for i in range(100))
+            if c.request(10, 1, {"key": g, "key_type": 0}).node_id != coordinator
+        )
+        group_coordinator = c.request(10, 1, {"key": group, "key_type": 0}).node_id
+    leaders = {p: leader for p, (leader, _, _) in partition_metadata(cluster.bootstrap, TOPIC).items()}
+    added, outside = [p for p, leader in sorted(leaders.items()) if leader != coordinator][:2]
+    with (
+        RawClient(cluster.brokers[coordinator].port) as at_coordinator,
+        RawClient(cluster.brokers[leaders[added]].port) as at_added,
+        RawClient(cluster.brokers[leaders[outside]].port) as at_outside,
+        RawClient(cluster.brokers[group_coordinator].port) as at_group,
+    ):
+        p = WireProducer(at_coordinator, txn_id, TOPIC)
+        assert p.add(TOPIC, added) == {added: 0}
+        assert p.send(outside, 0, 10, via=at_outside) == ErrorCode.INVALID_TXN_STATE
+        assert p.send(outside, 0, 11, via=at_outside) == ErrorCode.TRANSACTION_ABORTABLE
+        assert p.send(added, 0, 10, via=at_added) == 0
+        assert p.commit_offset(3, 5, group, via=at_group) == ErrorCode.INVALID_TXN_STATE
+        assert p.commit_offset(4, 5, group, via=at_group) == ErrorCode.TRANSACTION_ABORTABLE
+        assert p.add_offsets(group) == 0
+        assert p.commit_offset(4, 5, group, via=at_group) == 0
+        ended = at_coordinator.request(
+            26,
+            3,
+            {"transactional_id": txn_id, "producer_id": p.pid, "producer_epoch": p.epoch, "committed": True},
+        )
+        assert ended.error_code == 0
+
+        # a batch before the marker reaches the partition joins the transaction being committed
+        # (as in Kafka: the producer has one open there); after it, it would open a new one
+        wait_for(lambda: _stable_offset(at_added, added) == 2, 30, "the commit marker")
+        late: list[int] = []
+
+        def answered() -> bool:
+            late.append(p.send(added, 1, 10, via=at_added))
+            return late[-1] != ErrorCode.NOT_ENOUGH_REPLICAS  # the coordinator still completing it
+
+        wait_for(answered, 30, "the markers")
+        assert late[-1] == ErrorCode.INVALID_TXN_STATE
+    assert read_all(cluster.bootstrap, "read_committed", 1, (TOPIC,)) == [b"x"]
+    with RawClient(cluster.brokers[group_coordinator].port) as c:
+        wait_for(lambda: tv2.committed(c, group, TOPIC) == 5, 30, "the committed offset")
+
+
+def _stable_offset(c: RawClient, partition: int) -> int:
+    """The partition's last stable offset (ListOffsets, read_committed, latest)."""
+    body = {
+        "replica_id": -1,
+        "isolation_level": 1,
+        "topics": [{"name": TOPIC, "partitions": [{"partition_index": partition, "timestamp": -1}]}],
+    }
+    return int(c.request(2, 2, body).topics[0].partitions[0].offset)

@@ -25,11 +25,13 @@ GROUP = "verifying-group"
 class Producer:
     """A transactional producer on the wire (AddPartitionsToTxn / AddOffsetsToTxn v3)."""
 
-    def __init__(self, c: RawClient, txn_id: str) -> None:
+    def __init__(self, c: RawClient, txn_id: str, topic: str = TOPIC) -> None:
+        """``c``: a connection to the transaction coordinator; requests go there unless
+        ``via`` names another broker's."""
         c.await_transaction_coordinator(txn_id)
         init = c.request(22, 3, {"transactional_id": txn_id, "transaction_timeout_ms": 60000})
         assert init.error_code == 0
-        self.c, self.txn_id = c, txn_id
+        self.c, self.txn_id, self.topic = c, txn_id, topic
         self.pid, self.epoch = init.producer_id, init.producer_epoch
 
     def add(self, topic: str, *partitions: int) -> dict[int, int]:
@@ -42,16 +44,16 @@ class Producer:
         answer = self.c.request(24, 3, body).results_by_topic_v3_and_below[0]
         return {r.partition_index: r.partition_error_code for r in answer.results_by_partition}
 
-    def add_offsets(self) -> int:
+    def add_offsets(self, group: str = GROUP) -> int:
         body = {
             "transactional_id": self.txn_id,
             "producer_id": self.pid,
             "producer_epoch": self.epoch,
-            "group_id": GROUP,
+            "group_id": group,
         }
         return int(self.c.request(25, 3, body).error_code)
 
-    def send(self, partition: int, sequence: int, version: int) -> int:
+    def send(self, partition: int, sequence: int, version: int, via: RawClient | None = None) -> int:
         records = build_batch(
             [Record(0, 0, None, b"x")],
             producer_id=self.pid,
@@ -63,11 +65,16 @@ class Producer:
             "transactional_id": self.txn_id,
             "acks": -1,
             "timeout_ms": 5000,
-            "topic_data": [{"name": TOPIC, "partition_data": [{"index": partition, "records": records}]}],
+            "topic_data": [
+                {"name": self.topic, "partition_data": [{"index": partition, "records": records}]}
+            ],
         }
-        return int(self.c.request(0, version, body).responses[0].partition_responses[0].error_code)
+        answer = (via or self.c).request(0, version, body)
+        return int(answer.responses[0].partition_responses[0].error_code)
 
-    def commit_offset(self, version: int, offset: int, group: str = GROUP) -> int:
+    def commit_offset(
+        self, version: int, offset: int, group: str = GROUP, via: RawClient | None = None
+    ) -> int:
         body: dict[str, Any] = {
             "transactional_id": self.txn_id,
             "group_id": group,
@@ -78,7 +85,7 @@ class Producer:
             "group_instance_id": None,
             "topics": [
                 {
-                    "name": TOPIC,
+                    "name": self.topic,
                     "partitions": [
                         {
                             "partition_index": 0,
@@ -90,7 +97,7 @@ class Producer:
                 }
             ],
         }
-        return int(self.c.request(28, version, body).topics[0].partitions[0].error_code)
+        return int((via or self.c).request(28, version, body).topics[0].partitions[0].error_code)
 
 
 def test_a_partition_not_in_the_transaction_is_answered_by_version(broker: BrokerProcess) -> None:
