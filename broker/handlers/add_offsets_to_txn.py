@@ -4,7 +4,7 @@ Behavior:
 - Adds the group's `__consumer_offsets` partition (where TxnOffsetCommit will
   write) to the transaction, with AddPartitionsToTxn's rules and errors
   (`broker.txn.coordinator`); answered once durable. An empty group id is
-  INVALID_GROUP_ID.
+  accepted (its partition is the one of ""), as Kafka's KafkaApis does.
 Version notes: v0-1 get INVALID_PRODUCER_EPOCH where later versions get PRODUCER_FENCED
   (KIP-588, as Kafka answers them); v3 is flexible; v4 may answer TRANSACTION_ABORTABLE
   (KIP-890; never here).
@@ -28,8 +28,6 @@ API_KEY = 25
 
 
 async def _handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
-    if not req.group_id:
-        return {"throttle_time_ms": 0, "error_code": ErrorCode.INVALID_GROUP_ID}
     broker = ctx.broker
     tp = (OFFSETS_TOPIC, broker.groups.partition_for(req.group_id))
     code = await broker.transactions.add_partitions(

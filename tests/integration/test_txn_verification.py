@@ -4,8 +4,8 @@ A partition leader checks a producer's first transactional write on a partition 
 transaction coordinator, and answers in the words of the request's version, as Kafka's
 ReplicaManager and AddPartitionsToTxnManager do: Produce and TxnOffsetCommit (v0-4: the group's
 `__consumer_offsets` partition must have come in through AddOffsetsToTxn), and AddPartitionsToTxn
-v4+ with verify_only, which brokers send. AddPartitionsToTxn v0-3 never adds an internal topic, and
-TxnOffsetCommit refuses an empty group id.
+v4+ with verify_only, which brokers send. AddPartitionsToTxn v0-3 never adds an internal topic,
+TxnOffsetCommit refuses an empty group id and AddOffsetsToTxn accepts one.
 """
 
 from __future__ import annotations
@@ -163,3 +163,13 @@ def test_add_partitions_never_adds_an_internal_topic(broker: BrokerProcess) -> N
         p = Producer(c, "internal")
         assert p.add("__consumer_offsets", 0) == {0: ErrorCode.TOPIC_AUTHORIZATION_FAILED}
         assert p.add(TOPIC, 0) == {0: 0}
+
+
+def test_add_offsets_to_txn_accepts_an_empty_group_id(broker: BrokerProcess) -> None:
+    """Kafka's KafkaApis does not check the group id: the partition of "" (0) joins the transaction."""
+    with RawClient(broker.port) as c:
+        p = Producer(c, "empty-group")
+        assert p.add_offsets(group="") == 0
+        state = c.request(65, 0, {"transactional_ids": ["empty-group"]}).transaction_states[0]
+        assert state.transaction_state == "Ongoing"
+        assert [(t.topic, t.partitions) for t in state.topics] == [("__consumer_offsets", [0])]
