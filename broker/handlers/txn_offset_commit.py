@@ -30,8 +30,10 @@ Behavior:
   INVALID_TXN_STATE (v4: TRANSACTION_ABORTABLE), INVALID_PRODUCER_EPOCH,
   INVALID_PRODUCER_ID_MAPPING or CONCURRENT_TRANSACTIONS; a transaction
   coordinator that cannot be asked answers as in v5.
-Version notes: v2 adds committed_leader_epoch; v3 is flexible with the member
-  fields; v4 may answer TRANSACTION_ABORTABLE (KIP-890).
+Version notes: v0-1 get COORDINATOR_NOT_AVAILABLE where later versions get
+  COORDINATOR_LOAD_IN_PROGRESS (clients before Kafka 2.0 could crash on it,
+  KAFKA-7296; as KafkaApis answers them); v2 adds committed_leader_epoch; v3 is
+  flexible with the member fields; v4 may answer TRANSACTION_ABORTABLE (KIP-890).
 - Authorization (with an authorizer configured), as KafkaApis: WRITE on the
   transactional id, else every partition answers
   TRANSACTIONAL_ID_AUTHORIZATION_FAILED; READ on the group, else every
@@ -72,7 +74,8 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     codes, commits = commit_requests(ctx, req.topics, refusal, leader_epochs=ctx.version >= 2)
 
     def respond(results: dict[TopicPartition, ErrorCode]) -> dict[str, Any]:
-        return {"throttle_time_ms": 0, "topics": partition_codes(req.topics, {**codes, **results})}
+        answers = {tp: _for_version(code, ctx.version) for tp, code in {**codes, **results}.items()}
+        return {"throttle_time_ms": 0, "topics": partition_codes(req.topics, answers)}
 
     if not commits:
         return respond({})
@@ -101,6 +104,14 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     if unverified is not None:
         return respond(dict.fromkeys(commits, unverified))
     return _commit(ctx, req, commits, respond)
+
+
+def _for_version(code: int, version: int) -> int:
+    """``code`` in the words of ``version``: COORDINATOR_LOAD_IN_PROGRESS is COORDINATOR_NOT_AVAILABLE
+    before v2."""
+    if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS and version < 2:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return code
 
 
 def _to_verify(ctx: RequestContext, req: Any) -> Partition | None:
