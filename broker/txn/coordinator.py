@@ -234,6 +234,8 @@ class TransactionCoordinator:
             self._txns[transactional_id] = txn
         elif not await self._idle(txn):
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
+        # before the producer check, as Kafka: its pending-transition check comes first, and a
+        # Prepare* id has one (to Complete*) from the moment the prepare is durable
         if txn.busy or txn.state in PREPARING:
             return ErrorCode.CONCURRENT_TRANSACTIONS, -1, -1
         if expected is not None and not self._valid_producer(txn, expected):

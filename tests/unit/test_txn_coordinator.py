@@ -218,9 +218,14 @@ async def test_requests_during_markers_are_concurrent() -> None:
     assert await c.end_transaction("t", pid, epoch, False) == ErrorCode.CONCURRENT_TRANSACTIONS
     assert await c.add_partitions("t", pid, epoch, frozenset({("a", 1)})) == ErrorCode.CONCURRENT_TRANSACTIONS
     assert (await c.init_producer_id("t", 10_000, None))[0] == ErrorCode.CONCURRENT_TRANSACTIONS
+    await asyncio.sleep(0)  # the markers round starts
+    # a KIP-360 producer that is not the id's, too (after IDLE_WAIT_S): Kafka checks its pending
+    # transition to Complete* before the producer
+    assert (await c.init_producer_id("t", 10_000, (pid + 1, 0)))[0] == ErrorCode.CONCURRENT_TRANSACTIONS
     markers.gate.set()
     await settle(c)
     assert c.describe("t")[1].state is TxnState.COMPLETE_ABORT  # type: ignore[union-attr]
+    assert (await c.init_producer_id("t", 10_000, (pid + 1, 0)))[0] == ErrorCode.PRODUCER_FENCED
 
 
 async def test_producer_checks() -> None:
