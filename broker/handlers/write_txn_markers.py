@@ -1,4 +1,4 @@
-"""WriteTxnMarkers: v0-1 (sent by transaction coordinators to partition leaders).
+"""WriteTxnMarkers: v1 (sent by transaction coordinators to partition leaders).
 
 Behavior:
 - Each marker (producer id and epoch, COMMIT when transaction_result is
@@ -9,7 +9,8 @@ Behavior:
   producer epoch INVALID_PRODUCER_EPOCH, or from an older coordinator epoch
   TRANSACTION_COORDINATOR_FENCED. Markers on `__consumer_offsets` settle the
   transaction's offset commits.
-Version notes: v1 is flexible.
+Version notes: v1 is flexible; v0 is not served (Kafka 4.0 removed it, KIP-896):
+  a request at v0 closes the connection, as any unsupported version.
 - Authorization (with an authorizer configured), as KafkaApis: ALTER or
   CLUSTER_ACTION on the cluster, else every partition of every marker answers
   CLUSTER_AUTHORIZATION_FAILED and nothing is written.
@@ -87,4 +88,4 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     return _handle(ctx, req)
 
 
-registry.register(API_KEY, 0, 1, handle)
+registry.register(API_KEY, 1, 1, handle)

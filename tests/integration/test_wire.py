@@ -21,8 +21,8 @@ from tests.broker_process import BrokerProcess
 from tests.wire import RawClient
 
 # Kafka 4.1's ranges (its JSON at the 4.1.0 tag), except that older versions Kafka 4.0 removed
-# (KIP-896) are still served here for old clients (ACLs and DescribeConfigs v0, WriteTxnMarkers
-# v0, DescribeLogDirs v0).
+# (KIP-896) are still served here for old clients (ACLs and DescribeConfigs v0, DescribeLogDirs
+# v0); not WriteTxnMarkers v0, which only brokers send.
 EXPECTED_VERSIONS = {
     0: (0, 13),
     1: (4, 18),
@@ -47,7 +47,7 @@ EXPECTED_VERSIONS = {
     24: (0, 5),
     25: (0, 4),
     26: (0, 5),
-    27: (0, 1),
+    27: (1, 1),
     28: (0, 5),
     29: (0, 3),
     30: (0, 3),
@@ -219,7 +219,7 @@ def test_bad_frame_size_closes(broker: BrokerProcess, size: int) -> None:
     still_serves(broker.port)
 
 
-@pytest.mark.parametrize(("key", "version"), [(9999, 0), (0, 2), (0, 99), (3, 14)])
+@pytest.mark.parametrize(("key", "version"), [(9999, 0), (0, 2), (0, 99), (3, 14), (27, 0)])
 def test_unknown_key_or_version_closes(broker: BrokerProcess, key: int, version: int) -> None:
     with RawClient(broker.port) as c:
         c.send(key, version, b"\x00" * 32)
