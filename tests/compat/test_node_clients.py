@@ -41,15 +41,23 @@ def _node(version: str) -> str:
     return node
 
 
-def run_script(broker: BrokerProcess, script: str, node: str, *args: str) -> dict[str, Any]:
-    proc = subprocess.run(
-        [node, str(NODE_DIR / script), *args],
-        capture_output=True,
-        text=True,
-        timeout=200,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:] + broker.log()[-4000:]
+def run_script(tmp_path: Path, script: str, node: str, package: str, *args: str) -> dict[str, Any]:
+    """Run ``script`` with ``node`` against a fresh broker (package directory and bootstrap address
+    first, then ``args``); the JSON object its last line prints."""
+    broker = BrokerProcess(
+        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
+    ).start()
+    try:
+        proc = subprocess.run(
+            [node, str(NODE_DIR / script), str(MODULES / package), broker.bootstrap, *args],
+            capture_output=True,
+            text=True,
+            timeout=200,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-4000:] + broker.log()[-4000:]
+    finally:
+        assert broker.stop() == 0, broker.log()
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
@@ -62,20 +70,7 @@ def run_script(broker: BrokerProcess, script: str, node: str, *args: str) -> dic
     ],
 )
 def test_platformatic_kafka(tmp_path: Path, package: str, node: str, codecs: list[str]) -> None:
-    broker = BrokerProcess(
-        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
-    ).start()
-    try:
-        out = run_script(
-            broker,
-            "platformatic.mjs",
-            _node(node),
-            str(MODULES / package),
-            broker.bootstrap,
-            ",".join(codecs),
-        )
-    finally:
-        assert broker.stop() == 0, broker.log()
+    out = run_script(tmp_path, "platformatic.mjs", _node(node), package, ",".join(codecs))
     sent = 3 * (1 + len(codecs))
     assert out["created"] == [["node-pk", 2], ["node-pk-doomed", 2]]
     assert out["partitions"] == 3 and out["retention"] == "3600000"
@@ -92,13 +87,7 @@ def test_platformatic_kafka(tmp_path: Path, package: str, node: str, codecs: lis
 
 
 def test_kafkajs(tmp_path: Path) -> None:
-    broker = BrokerProcess(
-        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
-    ).start()
-    try:
-        out = run_script(broker, "kafkajs.mjs", _node("system"), str(MODULES / "kafkajs"), broker.bootstrap)
-    finally:
-        assert broker.stop() == 0, broker.log()
+    out = run_script(tmp_path, "kafkajs.mjs", _node("system"), "kafkajs")
     assert out["created"] is True and out["cleanup"] == "delete" and out["sent"] == 6
     assert out["consumed"] == sorted(f"{p}:k-{c}-{p}=v-{c}-{p}" for c in ("none", "gzip") for p in range(3))
     assert out["committed"] == [[p, 2] for p in range(3)] and out["latest"] == [[p, 2] for p in range(3)]
@@ -108,21 +97,10 @@ def test_kafkajs(tmp_path: Path) -> None:
 def test_confluent_kafka_javascript(tmp_path: Path) -> None:
     """Confluent's client (librdkafka inside, built from source by `make node-clients`): both
     group protocols, a consumer-protocol (KIP-848) group next to a classic one."""
-    broker = BrokerProcess(
-        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
-    ).start()
     codecs = ["gzip", "snappy", "lz4", "zstd"]
-    try:
-        out = run_script(
-            broker,
-            "confluent.mjs",
-            _node("system"),
-            str(MODULES / "@confluentinc" / "kafka-javascript"),
-            broker.bootstrap,
-            ",".join(codecs),
-        )
-    finally:
-        assert broker.stop() == 0, broker.log()
+    out = run_script(
+        tmp_path, "confluent.mjs", _node("system"), "@confluentinc/kafka-javascript", ",".join(codecs)
+    )
     per_partition = 1 + len(codecs)
     assert out["created"] is True and out["partitions"] == 3 and out["sent"] == 3 * per_partition
     expected = sorted(f"{p}:k-{c}-{p}=v-{c}-{p}" for c in ["none", *codecs] for p in range(3))
@@ -138,15 +116,7 @@ def test_kafkajs_transactions(tmp_path: Path) -> None:
     """kafkajs's own transactional producer (not librdkafka's): commit, abort, offsets of a group
     inside a transaction, and a zombie fenced by a successor with the same transactional id,
     read back by read_committed and read_uncommitted consumers."""
-    broker = BrokerProcess(
-        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
-    ).start()
-    try:
-        out = run_script(
-            broker, "kafkajs_transactions.mjs", _node("system"), str(MODULES / "kafkajs"), broker.bootstrap
-        )
-    finally:
-        assert broker.stop() == 0, broker.log()
+    out = run_script(tmp_path, "kafkajs_transactions.mjs", _node("system"), "kafkajs")
 
     def values(*tags: str) -> list[str]:
         return sorted(f"{tag}-{p}" for tag in tags for p in range(4))
@@ -163,19 +133,7 @@ def test_platformatic_kafka_transactions(tmp_path: Path) -> None:
     protocol v1 (Produce v11, EndTxn v4, TxnOffsetCommit v4, and the brokers' AddPartitionsToTxn
     v5): commit, abort, and a consume-transform-produce transaction committing its consumer's
     offsets. (It cannot fence a zombie: tests/node/platformatic_transactions.mjs says why.)"""
-    broker = BrokerProcess(
-        tmp_path / "data", env={"MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "100"}
-    ).start()
-    try:
-        out = run_script(
-            broker,
-            "platformatic_transactions.mjs",
-            _node("22"),
-            str(MODULES / "platformatic-kafka-2"),
-            broker.bootstrap,
-        )
-    finally:
-        assert broker.stop() == 0, broker.log()
+    out = run_script(tmp_path, "platformatic_transactions.mjs", _node("22"), "platformatic-kafka-2")
     committed = sorted(
         [f"{tag}-{p}" for tag in ("committed", "end") for p in range(4)] + [f"out-in-{i}" for i in range(3)]
     )
