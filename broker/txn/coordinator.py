@@ -61,7 +61,7 @@ from broker.txn.state import (
     TxnMetadata,
     TxnState,
     end_epoch,
-    fenced_epoch,
+    fenced_epochs,
     metadata_from,
     next_epoch,
 )
@@ -241,7 +241,7 @@ class TransactionCoordinator:
         if expected is not None and not self._valid_producer(txn, expected):
             return ErrorCode.PRODUCER_FENCED, -1, -1
         if txn.state is TxnState.ONGOING:
-            code = await self._abort(txn, fenced_epoch(txn))
+            code = await self._abort(txn)
             return (ErrorCode.CONCURRENT_TRANSACTIONS if code == ErrorCode.NONE else code), -1, -1
         bump = next_epoch(txn, expected[1] if expected is not None else None)
         if bump is None:
@@ -515,11 +515,12 @@ class TransactionCoordinator:
         self._spawn(self._complete(txn, commit))
         return (ErrorCode.NONE, next_id, 0) if next_id >= 0 else (ErrorCode.NONE, txn.producer_id, epoch)
 
-    async def _abort(self, txn: TxnMetadata, epoch: int) -> ErrorCode:
-        """Abort ``txn``'s open transaction with ``epoch`` (fencing its producer)."""
+    async def _abort(self, txn: TxnMetadata) -> ErrorCode:
+        """Abort ``txn``'s open transaction, fencing its producer (`fenced_epochs`)."""
+        epoch, last_epoch = fenced_epochs(txn)
         change = TxnChange(
             producer_epoch=epoch,
-            last_producer_epoch=-1,
+            last_producer_epoch=last_epoch,
             state=TxnState.PREPARE_ABORT,
             last_update_ms=_now_ms(),
         )
@@ -605,7 +606,7 @@ class TransactionCoordinator:
         ]
         for txn in doomed:
             log.info("aborting the timed-out transaction of %s", txn.transactional_id)
-            await self._abort(txn, fenced_epoch(txn))
+            await self._abort(txn)
         return len(doomed)
 
     async def expire_ids(self, now_ms: int | None = None) -> int:

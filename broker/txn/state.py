@@ -19,10 +19,10 @@ else is PRODUCER_FENCED. An epoch at ``EPOCH_EXHAUSTED`` moves the id to a new
 producer id at epoch 0; when the request named the exhausted epoch, the move
 remembers the old id as ``previous_producer_id`` and the exhausted epoch as
 ``last_producer_epoch``, so a retry naming them (its answer was lost) gets the
-new id and epoch 0 again. Fencing an open transaction (a new InitProducerId, a
-timeout) bumps the epoch and forgets ``last_producer_epoch``, so the old
-producer can never come back (Kafka behaves the same for transaction
-version 0 and 1 clients).
+new id and epoch 0 again. Fencing an open transaction of transaction version 0
+or 1 (a new InitProducerId, a timeout) bumps the epoch and forgets
+``last_producer_epoch``, so the old producer can never come back; one of
+version 2 is aborted as any v2 abort (`fenced_epochs`).
 
 Transactions v2 (KIP-890 part 2: EndTxn v5) bump the epoch at every commit
 or abort instead (`end_epoch`): the Prepare* record and the markers carry
@@ -218,6 +218,14 @@ def end_epoch(txn: TxnMetadata) -> int:
     return min(txn.producer_epoch + 1, EPOCH_EXHAUSTED + 1)
 
 
-def fenced_epoch(txn: TxnMetadata) -> int:
-    """The epoch an open transaction is aborted with when its producer is fenced or times out."""
-    return txn.producer_epoch if txn.producer_epoch >= EPOCH_EXHAUSTED + 1 else txn.producer_epoch + 1
+def fenced_epochs(txn: TxnMetadata) -> tuple[int, int]:
+    """(epoch, last epoch) an open transaction is aborted with when its producer is fenced or times
+    out. Transaction versions 0 and 1 bump the epoch and forget the last one; version 2 ends it as
+    any of its aborts (`end_epoch`), remembering the producer's epoch, as Kafka's endTransaction
+    does for a fence there: that producer may still abort with it (EndTxn v5) or name it in
+    InitProducerId (KIP-360) and go on with the new epoch, until an InitProducerId or a v2 commit
+    or abort moves the epochs on (or the coordinator reloads the id: the log does not keep it)."""
+    if txn.client_tv >= TRANSACTIONS_V2:
+        return end_epoch(txn), txn.producer_epoch
+    epoch = txn.producer_epoch if txn.producer_epoch >= EPOCH_EXHAUSTED + 1 else txn.producer_epoch + 1
+    return epoch, NO_EPOCH

@@ -264,6 +264,31 @@ async def test_timed_out_transaction_is_aborted_with_a_bumped_epoch() -> None:
     assert await c.end_transaction("t", pid, epoch, False) == ErrorCode.PRODUCER_FENCED
 
 
+async def test_v2_timed_out_producer_may_abort_and_go_on() -> None:
+    """Transaction version 2 (Kafka's endTransaction for a fence there): the timed-out transaction
+    is aborted as any v2 abort, epoch + 1 remembering the producer's epoch, so that producer's
+    EndTxn v5 abort is a retry answered with the new epoch, and KIP-360's InitProducerId naming
+    its epoch gets the current one unbumped; a commit is INVALID_TXN_STATE."""
+    c, _, markers = make()
+    _, pid, epoch = await c.init_producer_id("t", 1_000, None)
+    await c.add_partitions("t", pid, epoch, frozenset({("a", 0)}), 2)
+    start = c.describe("t")[1].start_ms  # type: ignore[union-attr]
+    assert await c.abort_timed_out(start + 1_001) == 1
+    await settle(c)
+    assert markers.written == [(pid, epoch + 1, False, 7, frozenset({("a", 0)}))]
+    assert await c.end_transaction_v2("t", pid, epoch, True) == (ErrorCode.INVALID_TXN_STATE, -1, -1)
+    assert await c.end_transaction_v2("t", pid, epoch, False) == (ErrorCode.NONE, pid, epoch + 1)
+    assert await c.init_producer_id("t", 1_000, (pid, epoch)) == (ErrorCode.NONE, pid, epoch + 1)
+    # a new producer fencing a v2 transaction: the zombie may come back the same way until the
+    # new producer's InitProducerId bumps the epoch again and forgets it
+    await c.add_partitions("t", pid, epoch + 1, frozenset({("a", 0)}), 2)
+    assert (await c.init_producer_id("t", 1_000, None))[0] == ErrorCode.CONCURRENT_TRANSACTIONS
+    await settle(c)
+    assert markers.written[1:] == [(pid, epoch + 2, False, 7, frozenset({("a", 0)}))]
+    assert await c.init_producer_id("t", 1_000, None) == (ErrorCode.NONE, pid, epoch + 3)
+    assert (await c.init_producer_id("t", 1_000, (pid, epoch + 1)))[0] == ErrorCode.PRODUCER_FENCED
+
+
 async def test_replay_completes_a_prepared_commit() -> None:
     c, log, markers = make()
     markers.gate = asyncio.Event()  # the "crash" happens before any marker is written
