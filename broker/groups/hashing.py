@@ -13,6 +13,8 @@ Vectors: ``tests/data/vectors/group_partition.tsv``.
 
 from __future__ import annotations
 
+import functools
+
 _MASK32 = 0xFFFFFFFF
 
 
@@ -30,8 +32,10 @@ def kafka_abs(n: int) -> int:
     return 0 if n == -(1 << 31) else abs(n)
 
 
+@functools.lru_cache(maxsize=4096)
 def partition_for(group_id: str, num_partitions: int) -> int:
-    """The `__consumer_offsets` partition of ``group_id`` among ``num_partitions``."""
+    """The `__consumer_offsets` partition of ``group_id`` among ``num_partitions`` (cached: the
+    transaction coordinator asks it for the same few ids at every request)."""
     if num_partitions <= 0:
         raise ValueError(f"num_partitions must be positive, got {num_partitions}")
     return kafka_abs(java_string_hash(group_id)) % num_partitions

@@ -332,10 +332,11 @@ def handle(ctx: RequestContext, req: Any) -> Any:
         forbidden = denied(ctx, AclOperation.WRITE, ResourceType.TOPIC, (n for n in names if n is not None))
     txn_id = req.transactional_id
     if txn_id is not None:
-        asks = _first_writes(ctx, req, names, forbidden)
         transactions = ctx.broker.transactions
-        if asks and ctx.version < 12 and transactions.ownership_error(txn_id) == ErrorCode.NONE:
-            asks = {}  # verified in place (`_verify_transaction`)
+        asks: dict[tuple[int, int], set[tuple[str, int]]] = {}
+        # below v12 a coordinator here verifies in place (`_verify_transaction`)
+        if ctx.version >= 12 or transactions.ownership_error(txn_id) != ErrorCode.NONE:
+            asks = _first_writes(ctx, req, names, forbidden)
         pending = transactions.adds.pending
         behind = pending.get(txn_id)
         if asks or behind is not None:
