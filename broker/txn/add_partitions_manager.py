@@ -19,17 +19,18 @@ AddPartitionsToTxn v5 (``verify_only`` false or true) to the leader of the
 id's `__transaction_state` partition (`broker.txn.broker_links`).
 
 `AddPartitionsManager.ask` answers an add a code per partition, in the words
-of Kafka's AddPartitionsToTxnManager (a fenced producer INVALID_PRODUCER_EPOCH, this
-broker refused by the coordinator INVALID_TXN_STATE): NONE,
+of Kafka's AddPartitionsToTxnManager (a fenced producer INVALID_PRODUCER_EPOCH,
+this broker refused by the coordinator INVALID_TXN_STATE): NONE,
 INVALID_PRODUCER_EPOCH, INVALID_PRODUCER_ID_MAPPING, INVALID_TXN_STATE,
 CONCURRENT_TRANSACTIONS, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS,
 UNKNOWN_TOPIC_OR_PARTITION / OPERATION_NOT_ATTEMPTED (a partition the
 coordinator does not know); COORDINATOR_NOT_AVAILABLE when no broker leads the
 id's partition; NETWORK_EXCEPTION when the coordinator could not be asked or
 answered nonsense. A verification answers in the same words, a partition not
-in the transaction TRANSACTION_ABORTABLE. Each caller then maps them to its API's words
-(`produce_error`, `offset_commit_error`, `broker.txn.verification`: Kafka's
-ReplicaManager and group coordinator mappings).
+in the transaction TRANSACTION_ABORTABLE. Each caller then maps them to its
+API's words (`produce_error`, `offset_commit_error`,
+`broker.txn.verification.verification_error`: Kafka's ReplicaManager and group
+coordinator mappings).
 
 Requests to one broker travel on up to ``MAX_LINKS`` connections at once, so a
 producer whose coordinator is still writing its previous transaction's
@@ -70,7 +71,7 @@ class AddPartitionsManager:
         self._cluster = cluster
         self._node_id = node_id
         self.links = BrokerLinks(cluster, listener, f"txn-partition-leader-{node_id}", MAX_LINKS)
-        # transactional id -> done once the newest Produce of it waiting for an add has appended
+        # transactional id -> done once the newest Produce of it waiting for the coordinator has appended
         # (`broker.handlers.produce` orders a producer's pipelined requests by it)
         self.pending: dict[str, asyncio.Future[None]] = {}
 
@@ -168,12 +169,12 @@ _PRODUCE_RETRIABLE = frozenset(
 
 
 def produce_error(code: ErrorCode) -> ErrorCode:
-    """What a Produce answers for an `AddPartitionsManager.add` code (Kafka's ReplicaManager): coordinator
-    trouble is the retriable NOT_ENOUGH_REPLICAS."""
+    """What a Produce answers for an `AddPartitionsManager.ask` code (Kafka's ReplicaManager):
+    coordinator trouble is the retriable NOT_ENOUGH_REPLICAS."""
     return ErrorCode.NOT_ENOUGH_REPLICAS if code in _PRODUCE_RETRIABLE else code
 
 
 def offset_commit_error(code: ErrorCode) -> ErrorCode:
-    """What a TxnOffsetCommit v5 answers for an `AddPartitionsManager.add` code (Kafka's group
+    """What a TxnOffsetCommit answers for an `AddPartitionsManager.ask` code (Kafka's group
     coordinator): a coordinator that could not be asked is COORDINATOR_LOAD_IN_PROGRESS."""
     return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if code == ErrorCode.NETWORK_EXCEPTION else code

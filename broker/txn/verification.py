@@ -12,8 +12,8 @@ the partition: `opened_here`).
 `unverified_write` asks a coordinator on this broker and answers the error in
 the request's words (Kafka's AddPartitionsToTxnManager and ReplicaManager), or
 None to write. A coordinator elsewhere (or one still loading its partition)
-is asked by the handler with `AddPartitionsManager.verify` (AddPartitionsToTxn
-v5 verify_only), whose codes `verification_error` words the same way.
+is asked by the handler with `AddPartitionsManager.ask` (AddPartitionsToTxn v5
+verify_only), whose codes `verification_error` words the same way.
 """
 
 from __future__ import annotations
