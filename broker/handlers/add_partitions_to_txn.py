@@ -11,10 +11,11 @@ Behavior:
   (nothing is added), as Kafka answers.
 - v4+ (brokers, batched by transaction): each transaction as above, the
   partitions added for transactions v2 (a Produce v12+ or TxnOffsetCommit v5
-  at another broker, `broker.txn.add_partitions_manager`); with verify_only, nothing is
-  added and each partition answers NONE if it is already in the open
-  transaction, TRANSACTION_ABORTABLE if not; a transaction being committed or
-  aborted answers CONCURRENT_TRANSACTIONS (Kafka's verifyTransaction).
+  at another broker, `broker.txn.add_partitions_manager`); with verify_only
+  (a Produce v3-11 or TxnOffsetCommit v0-4 there), nothing is added and each
+  partition answers NONE if it is already in the open transaction,
+  TRANSACTION_ABORTABLE if not; a transaction being committed or aborted
+  answers CONCURRENT_TRANSACTIONS (Kafka's verifyTransaction).
 Version notes: v0-1 get INVALID_PRODUCER_EPOCH where later versions get PRODUCER_FENCED
   (KIP-588, as Kafka answers them); v3 is flexible; v4 batches transactions and adds the
   top-level error_code; v5 may answer TRANSACTION_ABORTABLE (KIP-890: verify_only).

@@ -7,9 +7,9 @@ Behavior:
   duration_filter: only ids whose last transaction started more than that
   many ms ago, whatever their state, as Kafka filters them (an id that never
   had a transaction passes; -1: no filter), and (v2, KIP-1152) by
-  transactional_id_pattern: a regular expression the whole id must match (null or empty: no filter); one that
-  does not compile answers INVALID_REGULAR_EXPRESSION. Empty filters match
-  everything.
+  transactional_id_pattern: a regular expression the whole id must match
+  (null or empty: no filter); one that does not compile answers
+  INVALID_REGULAR_EXPRESSION. Empty filters match everything.
 Version notes: flexible from v0; v1 adds duration_filter; v2
   transactional_id_pattern.
 - Authorization (with an authorizer configured), as KafkaApis: only the
