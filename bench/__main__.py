@@ -17,7 +17,8 @@ Suites (`--suites`, default all), each printing its own table:
 - `versions` (bench/versions.py): Produce and Fetch requests/s at Kafka 4's
   newest versions beside the old ones;
 - `transactions` (bench/transactions.py): transactional produce beside
-  idempotent produce, read_committed consume beside read_uncommitted;
+  idempotent produce (with the broker's answer times of Produce,
+  AddPartitionsToTxn and EndTxn), read_committed consume beside read_uncommitted;
 - `security` (bench/security.py): kcat over SASL_SSL beside PLAINTEXT, and
   produce with 10,000 ACLs beside no authorizer;
 - `console` (bench/console.py): console page times (server, browser) and the lag sampler's cost.

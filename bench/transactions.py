@@ -22,6 +22,11 @@ librdkafka's 1 ms registration timer), while an idempotent one never waits;
 the figure is bound by those round trips. Several producers overlap their
 waits, so the figure measures what the broker's transactional work costs.
 
+Beside the throughputs: the broker's mean answer time of Produce, AddPartitionsToTxn and
+EndTxn over the rounds with ``PRODUCERS`` producers (its Prometheus histogram, from the
+decoded request to the queued answer; the metrics are on for both sides). Each commit waits
+for four fsyncs in a row, in these answers (bench/results/NOTES.md).
+
 Each figure is the best of ``ROUNDS`` rounds, the two sides alternating
 (which goes first alternates too) so the machine's drift hits both.
 Goals (issue 18): transactional / idempotent produce >= 0.7; read_committed /
@@ -30,16 +35,18 @@ read_uncommitted consume >= 0.9.
 
 from __future__ import annotations
 
+import re
 import tempfile
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.loadgen import cpu_seconds
-from tests.broker_process import BrokerProcess
+from tests.broker_process import BrokerProcess, free_port
 
 RECORDS = 200_000
 TXN_RECORDS = 1_000
@@ -97,26 +104,42 @@ class _Writer:
             self.error = exc
 
 
-def produce(bootstrap: str, topic: str, transactional: bool, producers: int, pid: int) -> tuple[float, float]:
-    """(records/s, broker CPU ms per 1,000 records) of ``producers`` producers writing ``RECORDS``
-    records between them, committed every ``TXN_RECORDS`` records, from the moment all of them
-    are ready to the last one done; ``pid`` is the broker's."""
+ANSWERED = ("Produce", "AddPartitionsToTxn", "EndTxn")
+_LATENCY = re.compile(r'^minikafka_request_latency_seconds_(sum|count)\{api="(\w+)"\} (\S+)$', re.MULTILINE)
+
+
+def _answer_times(metrics_port: int) -> dict[tuple[str, str], float]:
+    """{(api, "sum" | "count"): value} of the broker's request latency histogram, for ``ANSWERED``."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as page:
+        text = page.read().decode()
+    return {(api, kind): float(value) for kind, api, value in _LATENCY.findall(text) if api in ANSWERED}
+
+
+def produce(
+    bootstrap: str, topic: str, transactional: bool, producers: int, pid: int, metrics_port: int
+) -> tuple[float, float, dict[tuple[str, str], float]]:
+    """(records/s, broker CPU ms per 1,000 records, the growth of `_answer_times`) of
+    ``producers`` producers writing ``RECORDS`` records between them, committed every
+    ``TXN_RECORDS`` records, from the moment all of them are ready to the last one done;
+    ``pid`` is the broker's."""
     writers = [_Writer(bootstrap, topic, transactional, i, RECORDS // producers) for i in range(producers)]
     go = threading.Event()
     threads = [threading.Thread(target=w.run, args=(go,)) for w in writers]
     for t in threads:
         t.start()
+    answered = _answer_times(metrics_port)
     cpu = cpu_seconds(pid)
     start = time.perf_counter()
     go.set()
     for t in threads:
         t.join()
     cpu = cpu_seconds(pid) - cpu
+    answered = {k: v - answered.get(k, 0.0) for k, v in _answer_times(metrics_port).items()}
     for w in writers:
         if w.error is not None:
             raise w.error
     records = sum(w.records for w in writers)
-    return records / (max(w.finished for w in writers) - start), cpu / records * 1e6
+    return records / (max(w.finished for w in writers) - start), cpu / records * 1e6, answered
 
 
 def consume(bootstrap: str, topic: str, isolation: str) -> float:
@@ -155,10 +178,13 @@ def _goal(name: str, ratio: float, goal: float) -> tuple[str, float, str]:
 
 def run() -> list[tuple[str, float, str]]:
     with tempfile.TemporaryDirectory() as tmp:
-        proc = BrokerProcess(Path(tmp) / "data").start()
+        metrics_port = free_port()
+        proc = BrokerProcess(Path(tmp) / "data", env={"MINIKAFKA_METRICS_PORT": str(metrics_port)}).start()
         try:
             best: dict[tuple[str, int], float] = {}
             cpu_ms: dict[tuple[str, int], float] = {}
+            # (side, api, "sum" | "count") over the rounds with PRODUCERS producers
+            answers: dict[tuple[str, str, str], float] = {}
             for r in range(ROUNDS):
                 for producers in (1, PRODUCERS):
                     order = (False, True) if r % 2 == 0 else (True, False)
@@ -167,7 +193,12 @@ def run() -> list[tuple[str, float, str]]:
                         _topic(proc.bootstrap, topic)
                         key = ("transactional" if transactional else "idempotent", producers)
                         assert proc.proc is not None
-                        rate, cpu = produce(proc.bootstrap, topic, transactional, producers, proc.proc.pid)
+                        rate, cpu, answered = produce(
+                            proc.bootstrap, topic, transactional, producers, proc.proc.pid, metrics_port
+                        )
+                        if producers == PRODUCERS:
+                            for (api, kind), value in answered.items():
+                                answers[key[0], api, kind] = answers.get((key[0], api, kind), 0.0) + value
                         best[key] = max(best.get(key, 0.0), rate)
                         cpu_ms[key] = min(cpu_ms.get(key, float("inf")), cpu)
                 isolations = ("read_uncommitted", "read_committed")
@@ -191,6 +222,12 @@ def run() -> list[tuple[str, float, str]]:
         ("broker CPU per 1,000 records, transactional (ms)", txn_cpu, ""),
         ("broker CPU per transaction beyond its records (ms)", txn_cpu - idem_cpu, ""),
     ]
+    for side, apis in (("idempotent", ANSWERED[:1]), ("transactional", ANSWERED)):
+        for api in apis:
+            count = answers.get((side, api, "count"), 0.0)
+            if count:
+                mean_ms = answers[side, api, "sum"] / count * 1000
+                rows.append((f"{api} mean answer time, {side}, {PRODUCERS} producers (ms)", mean_ms, ""))
     uncommitted, committed = best["read_uncommitted", 0], best["read_committed", 0]
     rows += [
         ("consume read_uncommitted (records/s)", uncommitted, ""),
