@@ -17,16 +17,6 @@ os.environ.setdefault("MINIKAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS", "100")
 
 
 @pytest.fixture
-def gbroker(tmp_path: Path) -> Iterator[BrokerProcess]:
-    """A broker for group tests (a new group's first rebalance waits 100 ms, as every test broker's)."""
-    proc = BrokerProcess(tmp_path / "data").start()
-    try:
-        yield proc
-    finally:
-        assert proc.stop() == 0, proc.log()
-
-
-@pytest.fixture
 def broker(tmp_path: Path) -> Iterator[BrokerProcess]:
     """A fresh broker subprocess on a free port with a temp data dir."""
     proc = BrokerProcess(tmp_path / "data").start()

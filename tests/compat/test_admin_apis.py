@@ -31,10 +31,10 @@ def _produce(bootstrap: str, topic: str, timestamps: list[int], partition: int =
     assert producer.flush(30) == 0
 
 
-def test_confluent_list_offsets_cluster_and_delete_records(gbroker: BrokerProcess) -> None:
-    admin = AdminClient({"bootstrap.servers": gbroker.bootstrap})
+def test_confluent_list_offsets_cluster_and_delete_records(broker: BrokerProcess) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic("cf", 2, 1)])["cf"].result(30)
-    _produce(gbroker.bootstrap, "cf", [NOW + 1, NOW + 7, NOW + 3, NOW + 7])
+    _produce(broker.bootstrap, "cf", [NOW + 1, NOW + 7, NOW + 3, NOW + 7])
     specs = {
         "latest": OffsetSpec.latest(),
         "earliest": OffsetSpec.earliest(),
@@ -52,20 +52,20 @@ def test_confluent_list_offsets_cluster_and_delete_records(gbroker: BrokerProces
         "at": (1, NOW + 7),
     }
     cluster = admin.describe_cluster(include_authorized_operations=True).result(30)
-    assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(0, "127.0.0.1", gbroker.port)]
+    assert [(n.id, n.host, n.port) for n in cluster.nodes] == [(0, "127.0.0.1", broker.port)]
     assert cluster.controller.id == 0 and cluster.cluster_id
     assert cluster.authorized_operations  # every cluster operation: there is no authorizer
     deleted = admin.delete_records([CTopicPartition("cf", 0, 2)])
     assert [f.result(30).low_watermark for f in deleted.values()] == [2]
 
 
-def test_kafka_python_admin_newest_apis(gbroker: BrokerProcess) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=gbroker.bootstrap)
+def test_kafka_python_admin_newest_apis(broker: BrokerProcess) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         from kafka.admin import NewTopic as KNewTopic
 
         admin.create_topics([KNewTopic("kp", 2, 1), KNewTopic("other", 1, 1)])
-        producer = KafkaProducer(bootstrap_servers=gbroker.bootstrap, enable_idempotence=True)
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=True)
         for i, ts in enumerate((NOW + 5, NOW + 9, NOW + 2)):
             producer.send("kp", b"v%d" % i, partition=0, timestamp_ms=ts).get(30)
         producer.send("other", b"x", partition=0).get(30)
@@ -91,12 +91,12 @@ def test_kafka_python_admin_newest_apis(gbroker: BrokerProcess) -> None:
         dirs = admin.describe_log_dirs({"kp": [0, 1]})
         sizes = {
             (t["name"], p["partition_index"]): p["partition_size"]
-            for broker in dirs
-            for d in broker["log_dirs"]
+            for node in dirs
+            for d in node["log_dirs"]
             for t in d["topics"]
             for p in t["partitions"]
         }
-        on_disk = sum(f.stat().st_size for f in (gbroker.data_dir / "kp-0").glob("*.log"))
+        on_disk = sum(f.stat().st_size for f in (broker.data_dir / "kp-0").glob("*.log"))
         assert sizes == {("kp", 0): on_disk, ("kp", 1): 0} and on_disk > 0
 
         producers = admin.describe_producers([tp])
@@ -119,12 +119,12 @@ def test_kafka_python_admin_newest_apis(gbroker: BrokerProcess) -> None:
 
 
 def test_kafka_python_removes_a_static_member_and_offset_delete_spares_consumed_topics(
-    gbroker: BrokerProcess,
+    broker: BrokerProcess,
 ) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=gbroker.bootstrap)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     consumer = KafkaConsumer(
         "kp",
-        bootstrap_servers=gbroker.bootstrap,
+        bootstrap_servers=broker.bootstrap,
         group_id="static",
         group_instance_id="instance-1",
         auto_offset_reset="earliest",
@@ -155,4 +155,4 @@ def test_kafka_python_removes_a_static_member_and_offset_delete_spares_consumed_
     finally:
         consumer.close(autocommit=False)
         admin.close()
-    assert "ops" in gbroker.log()
+    assert "ops" in broker.log()

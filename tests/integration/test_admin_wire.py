@@ -92,8 +92,8 @@ def committed(c: RawClient, group: str) -> set[tuple[str, int]]:
     return {(t.name, p.partition_index) for g in r.groups for t in g.topics for p in t.partitions}
 
 
-def test_offset_delete_rules(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as c:
+def test_offset_delete_rules(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
         create_topic(c, "a", 2)
         create_topic(c, "b", 1)
         commit(c, "empty", [("a", 0), ("a", 1), ("b", 0)])
@@ -131,9 +131,9 @@ def test_offset_delete_rules(gbroker: BrokerProcess) -> None:
         r = offset_delete(c, "worker", {"a": [0]})
         assert (r.error_code, r.topics) == (E.NON_EMPTY_GROUP, [])
     # The tombstones are durable.
-    gbroker.stop()
-    gbroker.start()
-    with RawClient(gbroker.port) as c:
+    broker.stop()
+    broker.start()
+    with RawClient(broker.port) as c:
         assert committed(c, "empty") == {("a", 1), ("b", 0)}
 
 

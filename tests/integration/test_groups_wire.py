@@ -132,35 +132,35 @@ def join_single(c: RawClient, group: str, **kw: Any) -> Any:
     return resp
 
 
-def test_find_coordinator_every_version(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as c:
+def test_find_coordinator_every_version(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
         v0 = c.request(10, 0, {"key": "any-group"})
-        assert (v0.error_code, v0.node_id, v0.host, v0.port) == (0, 0, "127.0.0.1", gbroker.port)
+        assert (v0.error_code, v0.node_id, v0.host, v0.port) == (0, 0, "127.0.0.1", broker.port)
         for version in (1, 2):
             r = c.request(10, version, {"key": "g", "key_type": 0})
-            assert (r.error_code, r.node_id, r.port, r.error_message) == (0, 0, gbroker.port, None)
+            assert (r.error_code, r.node_id, r.port, r.error_message) == (0, 0, broker.port, None)
         txn = c.request(10, 2, {"key": "txn-id", "key_type": 1})
         assert txn.error_code == 0 and txn.node_id == 0  # the transaction coordinator (issue 18)
         assert c.request(10, 2, {"key": "", "key_type": 1}).error_code == E.INVALID_REQUEST
         assert c.request(10, 1, {"key": "g", "key_type": 7}).error_code == E.INVALID_REQUEST
 
 
-def test_find_coordinator_flexible_and_batched(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as c:
+def test_find_coordinator_flexible_and_batched(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
         v3 = c.request(10, 3, {"key": "g", "key_type": 0})
-        assert (v3.error_code, v3.node_id, v3.port) == (0, 0, gbroker.port)
+        assert (v3.error_code, v3.node_id, v3.port) == (0, 0, broker.port)
         for version in (4, 5, 6):
             r = c.request(10, version, {"key_type": 0, "coordinator_keys": ["a", "b", "c"]})
             assert [(k.key, k.error_code, k.node_id, k.port) for k in r.coordinators] == [
-                (key, 0, 0, gbroker.port) for key in "abc"
+                (key, 0, 0, broker.port) for key in "abc"
             ]
         share = c.request(10, 6, {"key_type": 2, "coordinator_keys": ["s"]})
         assert share.coordinators[0].error_code == E.INVALID_REQUEST
 
 
-def test_flexible_versions_of_the_group_apis(gbroker: BrokerProcess) -> None:
+def test_flexible_versions_of_the_group_apis(broker: BrokerProcess) -> None:
     """SyncGroup v4-5, Heartbeat v4, DescribeGroups v4-5, ListGroups v3-5, DeleteGroups v2."""
-    with RawClient(gbroker.port) as c:
+    with RawClient(broker.port) as c:
         joined = c.request(11, 5, join_body("flex", instance="inst-1"))
         assert joined.error_code == 0
         member = joined.member_id
@@ -234,8 +234,8 @@ def test_flexible_versions_of_the_group_apis(gbroker: BrokerProcess) -> None:
         ]
 
 
-def test_offsets_topic_is_created_compacted_and_internal(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as c:
+def test_offsets_topic_is_created_compacted_and_internal(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
         meta = c.request(
             3, 5, {"topics": [{"name": "__consumer_offsets"}], "allow_auto_topic_creation": False}
         )
@@ -261,9 +261,9 @@ def test_offsets_topic_is_created_compacted_and_internal(gbroker: BrokerProcess)
         assert deleted.responses[0].error_code == E.INVALID_REQUEST
 
 
-def test_join_sync_heartbeat_leave_v0_to_v5(gbroker: BrokerProcess) -> None:
+def test_join_sync_heartbeat_leave_v0_to_v5(broker: BrokerProcess) -> None:
     """Every JoinGroup/SyncGroup/Heartbeat/LeaveGroup version in a one-member group."""
-    with RawClient(gbroker.port) as c:
+    with RawClient(broker.port) as c:
         for version in range(6):
             group = f"g-v{version}"
             body = join_body(group)
@@ -296,8 +296,8 @@ def test_join_sync_heartbeat_leave_v0_to_v5(gbroker: BrokerProcess) -> None:
             assert describe(c, group).group_state == "Empty"
 
 
-def test_join_waits_for_the_rebalance_while_other_requests_flow(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as a, RawClient(gbroker.port) as b, RawClient(gbroker.port) as other:
+def test_join_waits_for_the_rebalance_while_other_requests_flow(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as a, RawClient(broker.port) as b, RawClient(broker.port) as other:
         first = join_single(a, "g")
         # b joins: a rebalance starts and b's JoinGroup waits for a to rejoin
         b_cid = b.send(11, 3, join_body("g"))
@@ -346,8 +346,8 @@ def test_join_waits_for_the_rebalance_while_other_requests_flow(gbroker: BrokerP
         ]
 
 
-def test_protocol_vote_and_inconsistent_protocols(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as a, RawClient(gbroker.port) as b, RawClient(gbroker.port) as c:
+def test_protocol_vote_and_inconsistent_protocols(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as a, RawClient(broker.port) as b, RawClient(broker.port) as c:
         a_cid = a.send(11, 3, join_body("vote", protocols=(("roundrobin", b"rr"), ("range", b"rg"))))
         b_cid = b.send(11, 3, join_body("vote", protocols=(("range", b"rg"), ("roundrobin", b"rr"))))
         time.sleep(0.05)
@@ -360,8 +360,8 @@ def test_protocol_vote_and_inconsistent_protocols(gbroker: BrokerProcess) -> Non
         assert {m.metadata for m in leader.members} == {b"rg"}
 
 
-def test_static_membership_v5(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as a, RawClient(gbroker.port) as b:
+def test_static_membership_v5(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as a, RawClient(broker.port) as b:
         a_cid = a.send(11, 5, join_body("static", instance="ia"))
         b_resp = b.request(11, 5, join_body("static", instance="ib"))
         a_resp = a.recv(11, 5, a_cid)
@@ -379,7 +379,7 @@ def test_static_membership_v5(gbroker: BrokerProcess) -> None:
             sync_body("static", 1, leader.member_id, {follower.member_id: b"F", leader.member_id: b"L"}),
         )
         assert (b if follower is b_resp else a).recv(14, 3, f_cid).assignment == b"F"
-    with RawClient(gbroker.port) as again:
+    with RawClient(broker.port) as again:
         # the follower's process restarted: same instance id, no member id
         instance = "ib" if follower is b_resp else "ia"
         rejoined = again.request(11, 5, join_body("static", instance=instance))
@@ -406,8 +406,8 @@ def test_static_membership_v5(gbroker: BrokerProcess) -> None:
         assert describe(again, "static").group_state == "Stable"
 
 
-def test_offset_commit_and_fetch(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as c:
+def test_offset_commit_and_fetch(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
         create_topic(c, "t", 3)
         resp = c.request(
             8, 3, commit_body("solo", {("t", 0): 5, ("t", 1): 9, ("t", 7): 1, ("nope", 0): 1}, metadata="md")
@@ -448,8 +448,8 @@ def test_offset_commit_and_fetch(gbroker: BrokerProcess) -> None:
         assert commit_codes(c.request(8, 3, gone)) == {("t", 0): E.ILLEGAL_GENERATION}
 
 
-def test_delete_groups(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as c:
+def test_delete_groups(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
         create_topic(c, "t", 1)
         c.request(8, 3, commit_body("idle", {("t", 0): 5}))
         join_single(c, "busy")
@@ -464,8 +464,8 @@ def test_delete_groups(gbroker: BrokerProcess) -> None:
         assert [g.group_id for g in c.request(16, 0, {}).groups] == ["busy"]
 
 
-def test_deleting_a_topic_forgets_its_committed_offsets(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as c:
+def test_deleting_a_topic_forgets_its_committed_offsets(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
         create_topic(c, "gone", 2)
         create_topic(c, "kept", 1)
         c.request(8, 3, commit_body("g", {("gone", 0): 4, ("gone", 1): 5, ("kept", 0): 6}))
@@ -489,8 +489,8 @@ def _records(data_dir: Path, partition: int) -> list[tuple[bytes, bytes | None]]
     return out
 
 
-def test_records_are_kafkas_format_in_the_groups_partition(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as c:
+def test_records_are_kafkas_format_in_the_groups_partition(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
         create_topic(c, "t", 2)
         member = join_single(c, "my-group")
         c.request(
@@ -500,7 +500,7 @@ def test_records_are_kafkas_format_in_the_groups_partition(gbroker: BrokerProces
         )
     partition = partition_for("my-group", 50)
     assert partition == 12  # tests/data/vectors/group_partition.tsv
-    records = [(decode_key(k), v) for k, v in _records(gbroker.data_dir, partition)]
+    records = [(decode_key(k), v) for k, v in _records(broker.data_dir, partition)]
     group_values = [decode_group_value(v) for k, v in records if k == GroupKey("my-group") and v is not None]
     assert group_values[-1].generation == 1 and group_values[-1].protocol == "range"
     assert [(m.member_id, m.assignment, m.subscription) for m in group_values[-1].members] == [

@@ -132,8 +132,8 @@ def commit(
     return [p.error_code for t in c.request(8, version, body).topics for p in t.partitions]
 
 
-def test_offset_commit_and_fetch_newest_versions(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as c:
+def test_offset_commit_and_fetch_newest_versions(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as c:
         create_topic(c, "g", 3)
         assert commit(c, 9, "alone", {0: (5, 2), 1: (7, 3)}) == [0, 0]
         assert commit(c, 8, "other", {2: (11, -1)}) == [0]
@@ -178,8 +178,8 @@ def test_offset_commit_and_fetch_newest_versions(gbroker: BrokerProcess) -> None
             ]
 
 
-def test_join_v9_leave_v5_batches_static_and_dynamic_members(gbroker: BrokerProcess) -> None:
-    with RawClient(gbroker.port) as a, RawClient(gbroker.port) as b:
+def test_join_v9_leave_v5_batches_static_and_dynamic_members(broker: BrokerProcess) -> None:
+    with RawClient(broker.port) as a, RawClient(broker.port) as b:
         first = a.request(11, 9, {**join_body("lg", instance="i-1"), "reason": "starting up"})
         assert first.error_code == 0
         assert (first.protocol_type, first.protocol_name, first.skip_assignment) == (
@@ -225,7 +225,7 @@ def test_join_v9_leave_v5_batches_static_and_dynamic_members(gbroker: BrokerProc
         )
         assert (unknown.error_code, unknown.members) == (E.UNKNOWN_MEMBER_ID, [])
         assert a.request(13, 2, {"group_id": "lg", "member_id": "x"}).error_code == E.UNKNOWN_MEMBER_ID
-    assert "client reason: starting up" in gbroker.log()
+    assert "client reason: starting up" in broker.log()
 
 
 def test_describe_configs_v0_to_v4(broker: BrokerProcess) -> None:
@@ -425,10 +425,10 @@ def _heartbeat(group: str, member: str, topic: str) -> dict[str, Any]:
     }
 
 
-def test_versions_kafka_4_1_added(gbroker: BrokerProcess) -> None:
+def test_versions_kafka_4_1_added(broker: BrokerProcess) -> None:
     """Metadata v13, DescribeGroups v6, ConsumerGroupDescribe v1, DescribeCluster v2 and
     ListTransactions v2 (Kafka 4.0/4.1's JSON), each with what it adds."""
-    with RawClient(gbroker.port) as c:
+    with RawClient(broker.port) as c:
         create_topic(c, "v41", 2)
         meta = c.request(3, 13, {"topics": None, "allow_auto_topic_creation": False})
         assert meta.error_code == 0 and "v41" in [t.name for t in meta.topics]
