@@ -204,13 +204,14 @@ class ReplicaManager:
         return AppendOutcome(result.base_offset, result.last_offset, -1, plog.log_start_offset, appended=True)
 
     def advance_high_watermark(self, part: Partition) -> bool:
-        """HW = min LEO over the ISR (a follower not heard from since this leadership began holds it back).
+        """HW = min LEO over the maximal ISR: the committed ISR and any follower whose addition is
+        pending (a follower not heard from since this leadership began holds it back).
 
         When it moves, acks=all waiters it passed are answered and parked fetches
         woken; returns whether it moved.
         """
         hw = part.log.log_end_offset
-        for replica in part.isr:
+        for replica in part.maximal_isr:
             if replica != self.node_id:
                 hw = min(hw, part.follower_leo.get(replica, part.log.high_watermark))
         if not part.log.advance_high_watermark(hw):
@@ -232,7 +233,7 @@ class ReplicaManager:
         part.follower_leo[replica_id] = min(fetch_offset, leo)
         if fetch_offset >= leo:
             part.caught_up_ms[replica_id] = now_ms
-        if replica_id in part.isr:
+        if replica_id in part.maximal_isr:
             self.advance_high_watermark(part)
         elif (
             replica_id in part.replicas
@@ -246,14 +247,29 @@ class ReplicaManager:
         return [r for r in part.isr if r != self.node_id and now_ms - part.caught_up_ms.get(r, 0) > lag_ms]
 
     def request_isr(self, part: Partition, isr: list[int]) -> None:
-        """Ask the cluster side to make ``isr`` the partition's ISR (it counts only once written)."""
-        if isr != part.isr and not part.isr_change_pending and self.isr_requests is not None:
-            part.isr_change_pending = True
+        """Ask the cluster side to make ``isr`` the partition's ISR.
+
+        One change at a time. A removal counts once written; an addition counts
+        for the HW at once (`Partition.maximal_isr`) and for everything else
+        once written."""
+        if isr != part.isr and part.pending_isr is None and self.isr_requests is not None:
+            part.pending_isr = list(isr)
             self.isr_requests(part, isr)
 
+    def isr_write_failed(self, part: Partition) -> None:
+        """The pending ISR change was certainly not written: the committed ISR alone counts again."""
+        part.pending_isr = None
+        if part.is_leader:
+            self.advance_high_watermark(part)
+
     def isr_changed(self, part: Partition, isr: list[int], partition_epoch: int) -> None:
-        """The cluster side wrote ``isr`` for ``part`` (or read a newer one): apply it."""
-        part.isr_change_pending = False
+        """The cluster side wrote ``isr`` for ``part`` (or read a newer one): apply it.
+
+        A state older than the one applied (a write's answer arriving after the
+        newer state it led to was read) changes nothing."""
+        if partition_epoch < part.partition_epoch:
+            return
+        part.pending_isr = None
         part.isr = list(isr)
         part.partition_epoch = partition_epoch
         if part.is_leader:
@@ -265,16 +281,19 @@ class ReplicaManager:
         """acks=all: wait until the HW passes ``offset`` (the end of the appended batch).
 
         Returns an error code: NONE; NOT_LEADER_OR_FOLLOWER if leadership was
-        lost meanwhile; NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below
+        lost meanwhile (a new leader epoch with this broker still leading, as
+        when the controller drops a dead follower, keeps the wait: only a
+        replica that stopped leading may have lost the batch, as Kafka's
+        DelayedProduce); NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below
         ``min.insync.replicas``, before or once the HW gets there (as Kafka's
         checkEnoughReplicasReachOffset: a follower dropped from the ISR lets the
         HW jump to the leader's LEO, and the write is then on fewer replicas
         than the producer asked for); REQUEST_TIMED_OUT.
         """
         deadline = asyncio.get_running_loop().time() + timeout_s
-        epoch = part.leader_epoch
+        term = part.lead_term
         while True:
-            if not part.is_leader or part.leader_epoch != epoch:
+            if not part.is_leader or part.lead_term != term:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             if len(part.isr) < part.log.config.min_insync_replicas:
                 return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND

@@ -15,6 +15,15 @@ State, all on the event loop thread:
   ``hw_waiters``, acks=all produces waiting for the HW to pass an offset.
 - ``partition_epoch``: the version of the partition's state in the cluster
   metadata (ZooKeeper's znode version), for conditional ISR writes.
+- ``pending_isr``: as leader, an ISR change asked for and not yet written (or
+  whose write had an unknown outcome), else None. Until it is settled the HW
+  counts the *maximal* ISR (`maximal_isr`: the committed ISR plus pending
+  additions; a pending removal still counts), as Kafka's AlterPartition
+  rules: a follower being added may be elected once the write lands, so the
+  HW must not pass its log end meanwhile.
+- ``lead_term``: bumped whenever this broker stops leading; an acks=all wait
+  that began in another term fails (its batch may have been truncated),
+  while a new leader epoch with this broker still leading does not end it.
 - As follower: ``needs_truncation`` until the fetcher has asked the leader
   where its log and ours diverge (OffsetForLeaderEpoch).
 
@@ -51,7 +60,8 @@ class Partition:
         "hw_waiters",
         "partition_epoch",
         "needs_truncation",
-        "isr_change_pending",
+        "pending_isr",
+        "lead_term",
     )
 
     def __init__(self, topic: str, index: int, log: PartitionLog, local_id: int) -> None:
@@ -72,7 +82,8 @@ class Partition:
         self.hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self.partition_epoch = -1
         self.needs_truncation = False
-        self.isr_change_pending = False
+        self.pending_isr: list[int] | None = None
+        self.lead_term = 0
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -81,6 +92,14 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.local_id
+
+    @property
+    def maximal_isr(self) -> list[int]:
+        """The ISR the HW is computed over: the committed one plus any pending addition."""
+        pending = self.pending_isr
+        if pending is None:
+            return self.isr
+        return self.isr + [r for r in pending if r not in self.isr]
 
     def become_leader(
         self, leader_epoch: int, replicas: list[int], isr: list[int], now_ms: int, partition_epoch: int = -1
@@ -98,6 +117,7 @@ class Partition:
         self.isr = list(isr)
         self.partition_epoch = partition_epoch
         self.needs_truncation = False
+        self.pending_isr = None
         if new_term:
             self.epoch_start = self.log.log_end_offset
             self.follower_leo = {}
@@ -107,12 +127,15 @@ class Partition:
         self, leader_id: int, leader_epoch: int, replicas: list[int], isr: list[int], partition_epoch: int
     ) -> None:
         """Follow ``leader_id`` (or nobody, -1) from ``leader_epoch`` on; acks=all waiters are failed."""
+        if self.is_leader:
+            self.lead_term += 1
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self.replicas = list(replicas)
         self.isr = list(isr)
         self.partition_epoch = partition_epoch
         self.needs_truncation = True
+        self.pending_isr = None
         self.follower_leo = {}
         self.caught_up_ms = {}
         self.fail_hw_waiters()

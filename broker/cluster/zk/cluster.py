@@ -443,25 +443,61 @@ class ZkCluster:
         asyncio.ensure_future(self._write_isr(part, isr))
 
     async def _write_isr(self, part: Partition, isr: list[int]) -> None:
+        """Write ``isr`` to the state znode if its version is still ``part.partition_epoch``.
+
+        A definite failure (a newer version: someone else wrote) drops the
+        pending change and re-reads. A failure of unknown outcome (ZooKeeper
+        unreachable, the call timed out: the write may have landed) keeps the
+        change pending, so the HW keeps counting the maximal ISR, until a read
+        of the znode tells whether it landed (`_settle_isr`).
+        """
         record = self._snap.states.get(part.tp)
         controller_epoch = record.state.controller_epoch if record is not None else 0
         state = znodes.LeaderAndIsr(self.node.node_id, part.leader_epoch, tuple(isr), controller_epoch)
         path = znodes.state_path(part.topic, part.index)
+        expected, term, epoch = part.partition_epoch, part.lead_term, part.leader_epoch
         try:
-            stat = await self.session.run(
-                self.session.client.set, path, znodes.encode_state(state), part.partition_epoch
-            )
+            stat = await self.session.run(self.session.client.set, path, znodes.encode_state(state), expected)
         except (BadVersionError, NoNodeError) as exc:
             log.info("%s-%d: ISR change to %s lost a race (%r); re-reading", part.topic, part.index, isr, exc)
-            part.isr_change_pending = False
+            if part.lead_term == term and part.leader_epoch == epoch:
+                self.replicas.isr_write_failed(part)
             self._dirty.set()
             return
         except Exception as exc:
-            log.warning("%s-%d: ISR change to %s not written: %r", part.topic, part.index, isr, exc)
-            part.isr_change_pending = False
+            log.warning(
+                "%s-%d: ISR change to %s has an unknown outcome (%r); reading it back",
+                part.topic,
+                part.index,
+                isr,
+                exc,
+            )
+            await self._settle_isr(part, expected, term, epoch)
             return
         log.info("%s-%d: ISR %s -> %s", part.topic, part.index, part.isr, isr)
-        self.replicas.isr_changed(part, isr, stat.version)
+        if part.lead_term == term and part.leader_epoch == epoch:
+            self.replicas.isr_changed(part, isr, stat.version)
+
+    async def _settle_isr(self, part: Partition, expected: int, term: int, epoch: int) -> None:
+        """Read the state znode until we know whether our ISR write (on version ``expected``) landed."""
+        path = znodes.state_path(part.topic, part.index)
+        while not self._stopping and part.lead_term == term and part.leader_epoch == epoch and part.is_leader:
+            try:
+                data, stat = await self.session.run(self.session.client.get, path)
+            except NoNodeError:
+                return  # the topic is being deleted
+            except Exception:
+                await asyncio.sleep(0.5)
+                continue
+            if part.lead_term != term or part.leader_epoch != epoch:
+                return  # a new state was applied meanwhile: it settled everything
+            if stat.version == expected:
+                log.info("%s-%d: the ISR change did not land", part.topic, part.index)
+                self.replicas.isr_write_failed(part)
+                return
+            # Another version: applied by the refresh, which takes a newer version's ISR (`_apply`).
+            self._dirty.set()
+            return
 
     async def _isr_loop(self) -> None:
         while not self._stopping:
