@@ -243,6 +243,12 @@ KEYS: dict[str, Key] = {
         ),
         Key("offsets.retention.check.interval.ms", _int, 600000, "how often expired offsets are removed"),
         Key("offsets.topic.segment.bytes", _int, 104857600, "segment size of __consumer_offsets"),
+        Key(
+            "offsets.commit.timeout.ms",
+            _int,
+            5000,
+            "how long a group or offset write waits for the in-sync replicas before it fails",
+        ),
         Key("cluster.id", _str, "", "cluster id (generated and kept in meta.properties if empty)"),
         Key(
             "inter.broker.listener.name",

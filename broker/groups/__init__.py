@@ -76,7 +76,9 @@ def create_coordinator(
         partitions = int(config["offsets.topic.num.partitions"])
     coordinator = GroupCoordinator(
         coordinator_config(config),
-        BrokerOffsetsLog(replicas, group_commit, partitions),
+        BrokerOffsetsLog(
+            replicas, group_commit, partitions, timeout_s=int(config["offsets.commit.timeout.ms"]) / 1000
+        ),
         LoopClock(),
         consumer_settings(config),
     )

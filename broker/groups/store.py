@@ -11,8 +11,14 @@
   batch, through the replica manager as Produce does (`ReplicaManager.append`:
   leader epoch, high watermark, parked fetches woken). A coordinator handling
   the heartbeats or commits of many members in one turn thus writes one batch,
-  not one per request. Durability is the acks=all rule: ``done`` runs after
-  the broker's group commit has fsynced the partition.
+  not one per request. Durability is the acks=all rule, as Kafka's
+  coordinator appends with acks=-1: ``done`` runs after the broker's group
+  commit has fsynced the partition and the ISR has it (the HW passed the
+  batch), with NOT_LEADER_OR_FOLLOWER if this broker stopped leading the
+  partition meanwhile, REQUEST_TIMED_OUT after ``timeout_s``
+  (`offsets.commit.timeout.ms`) or NOT_ENOUGH_REPLICAS_AFTER_APPEND; a
+  coordinator cut off from its followers thus acknowledges nothing it could
+  lose.
 - `read` replays a partition from its log start offset to its high watermark;
   transactional offset commits (`append` with a producer) count at their
   COMMIT marker and are dropped at an ABORT one.
@@ -36,7 +42,7 @@ if TYPE_CHECKING:
     from broker.cluster import TopicAdmin
     from broker.config import BrokerConfig
     from broker.group_commit import GroupCommit
-    from broker.replica import ReplicaManager
+    from broker.replica import Partition, ReplicaManager
 
 log = logging.getLogger("minikafka.groups.store")
 
@@ -95,8 +101,12 @@ class BrokerOffsetsLog:
         group_commit: GroupCommit,
         num_partitions: int,
         topic: str = OFFSETS_TOPIC,
+        *,
+        timeout_s: float | None = 5.0,
     ) -> None:
+        """``timeout_s``: how long ``done`` waits for the ISR; None: it does not wait (the caller does)."""
         self._replicas = replicas
+        self._timeout_s = timeout_s
         self._group_commit = group_commit
         self._num_partitions = num_partitions
         self.topic = topic
@@ -185,16 +195,32 @@ class BrokerOffsetsLog:
         if not waiting:
             return
 
+        end = plog.log_end_offset
+        term = part.lead_term
+
         def synced(f: asyncio.Future[None]) -> None:
             if f.cancelled() or f.exception() is not None:
                 log.error("%s-%d: fsync failed; not acknowledging", self.topic, partition)
                 code = ErrorCode.KAFKA_STORAGE_ERROR
+            elif not part.is_leader or part.lead_term != term:
+                code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            elif self._timeout_s is not None and plog.high_watermark < end:
+                asyncio.ensure_future(self._replicated(part, end, waiting))
+                return
             else:
                 code = ErrorCode.NONE
             for d in waiting:
                 d(code)
 
         self._group_commit.sync(plog).add_done_callback(synced)
+
+    async def _replicated(self, part: Partition, end: int, waiting: list[Done]) -> None:
+        assert self._timeout_s is not None
+        code = ErrorCode(await self._replicas.wait_for_replication(part, end, self._timeout_s))
+        if code != ErrorCode.NONE:
+            log.warning("%s-%d: write not replicated: %s", self.topic, part.index, code.name)
+        for d in waiting:
+            d(code)
 
     def read(self, partition: int) -> Iterator[RecordKV]:
         """Every record in offset order; a transaction's records come at its COMMIT marker (none if

@@ -70,7 +70,7 @@ class TxnLog:
 
     def __init__(self, replicas: ReplicaManager, group_commit: GroupCommit, num_partitions: int) -> None:
         self._replicas = replicas
-        self._log = BrokerOffsetsLog(replicas, group_commit, num_partitions, TXN_TOPIC)
+        self._log = BrokerOffsetsLog(replicas, group_commit, num_partitions, TXN_TOPIC, timeout_s=None)
 
     @property
     def num_partitions(self) -> int:

@@ -1,0 +1,82 @@
+"""`__consumer_offsets` writes are acknowledged only once replicated (acks=-1), as Kafka's coordinator appends.
+
+A leader (node 7) of replicas [7, 8, 9] with ISR [7, 8]: a commit's ``done``
+waits for the HW to pass its batch, and answers the errors Kafka maps for a
+write that could not be replicated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.cluster import BrokerNode, LocalCluster
+from broker.group_commit import GroupCommit
+from broker.groups.store import OFFSETS_TOPIC, BrokerOffsetsLog
+from broker.groups.store_errors import group_store_error, offset_store_error
+from broker.replica import Partition, ReplicaManager
+from protocol.errors import ErrorCode
+from storage.log_manager import LogManager
+
+NODE = BrokerNode(7, "broker.example", 9999)
+
+
+@pytest.fixture
+def replicas(tmp_path: Path) -> Iterator[ReplicaManager]:
+    logs = LogManager(str(tmp_path / "data"), node_id=NODE.node_id)
+    manager = ReplicaManager(logs, NODE.node_id, producer_expiration_ms=86_400_000)
+    LocalCluster(manager, NODE).create_topic(OFFSETS_TOPIC, 1, {"cleanup.policy": "compact"})
+    manager.isr_requests = lambda part, isr: None
+    yield manager
+    manager.close()
+
+
+def _lead(manager: ReplicaManager, isr: list[int]) -> Partition:
+    part = manager.leader(OFFSETS_TOPIC, 0)
+    part.become_leader(1, [7, 8, 9], isr, now_ms=1_000, partition_epoch=3)
+    return part
+
+
+def _commit(store: BrokerOffsetsLog) -> asyncio.Future[ErrorCode]:
+    answered: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+    store.append(0, [(b"key", b"value")], lambda code: answered.done() or answered.set_result(code))
+    return answered
+
+
+async def test_a_commit_is_answered_once_the_isr_has_it(replicas: ReplicaManager) -> None:
+    part = _lead(replicas, [7, 8])
+    store = BrokerOffsetsLog(replicas, GroupCommit(), 1, timeout_s=5)
+    answered = _commit(store)
+    await asyncio.sleep(0.2)  # long past the local fsync
+    assert part.log.log_end_offset == 1
+    assert not answered.done(), "acknowledged before follower 8 has the commit"
+    replicas.follower_fetched(part, 8, 1, now_ms=2_000)
+    assert await asyncio.wait_for(answered, 1) == ErrorCode.NONE
+
+
+async def test_a_commit_that_cannot_be_replicated_is_not_acknowledged(replicas: ReplicaManager) -> None:
+    _lead(replicas, [7, 8])
+    store = BrokerOffsetsLog(replicas, GroupCommit(), 1, timeout_s=0.3)
+    code = await asyncio.wait_for(_commit(store), 2)
+    assert code == ErrorCode.REQUEST_TIMED_OUT
+    assert offset_store_error(code) == group_store_error(code) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+async def test_a_coordinator_that_lost_leadership_answers_not_coordinator(replicas: ReplicaManager) -> None:
+    part = _lead(replicas, [7, 8])
+    store = BrokerOffsetsLog(replicas, GroupCommit(), 1, timeout_s=5)
+    answered = _commit(store)
+    await asyncio.sleep(0.1)
+    part.become_follower(8, 2, [7, 8, 9], [8, 9], 4)  # a new leader elected while we were away
+    code = await asyncio.wait_for(answered, 1)
+    assert code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert offset_store_error(code) == group_store_error(code) == ErrorCode.NOT_COORDINATOR
+
+
+async def test_a_single_replica_commit_needs_no_follower(replicas: ReplicaManager) -> None:
+    _lead(replicas, [7])
+    store = BrokerOffsetsLog(replicas, GroupCommit(), 1, timeout_s=5)
+    assert await asyncio.wait_for(_commit(store), 2) == ErrorCode.NONE
