@@ -62,7 +62,12 @@ class BrokerServer:
             else:  # TLS after our own accept, so that handshakes count as connections
                 factory = functools.partial(TlsAccept, broker, listener.name, context)
             server = await loop.create_server(
-                factory, host=listener.host, port=listener.port, reuse_address=True, backlog=1024
+                factory,
+                host=listener.host,
+                port=listener.port,
+                reuse_address=True,
+                backlog=1024,
+                start_serving=False,
             )
             self._servers.append(server)
             bound[listener.name] = server.sockets[0].getsockname()[1]
@@ -75,7 +80,13 @@ class BrokerServer:
             )
         self.port = next(iter(bound.values()))
         broker.advertise(bound)  # what Metadata tells clients
+        # Bound (so the registration can name the ports) but not listening until the broker is
+        # registered and has read the cluster's metadata, as Kafka opens its listeners last: a
+        # client connecting earlier is refused and tries another broker, rather than being told
+        # from an empty view that its topics do not exist.
         await broker.cluster.start()
+        for server in self._servers:
+            await server.start_serving()
         broker.log_tasks.start()
         log.info(
             "minikafka broker %d listening on %s:%d (advertised %s:%d), data in %s",
