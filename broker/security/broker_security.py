@@ -22,6 +22,7 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
+from broker.cluster.zk.session import unreachable
 from broker.config import BrokerConfig, ConfigError
 from broker.security.acl_manager import AclManager
 from broker.security.acls import AclOperation, ResourceType
@@ -157,8 +158,11 @@ class BrokerSecurity:
                     await self._purge_zk_changes()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("re-reading security settings failed; keeping the current ones")
+            except Exception as exc:
+                if not unreachable(exc):
+                    log.exception("re-reading security settings failed; keeping the current ones")
+                else:
+                    log.warning("ZooKeeper unreachable (%r): keeping the current security settings", exc)
 
     # -- users ----------------------------------------------------------------------------------
     async def _write_users(self, changes: dict[str, dict[str, str | None]]) -> None:

@@ -52,6 +52,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from broker.cluster.zk.session import unreachable
 from broker.config import BrokerConfig, ConfigError
 from broker.security.credentials import local_users_file
 from broker.security.quota_config import (
@@ -336,8 +337,11 @@ class ClientQuotas:
                 self._forget_idle()
             except asyncio.CancelledError:
                 raise
-            except Exception:
-                log.exception("re-reading client quotas failed; keeping the current ones")
+            except Exception as exc:
+                if not unreachable(exc):
+                    log.exception("re-reading client quotas failed; keeping the current ones")
+                else:
+                    log.warning("ZooKeeper unreachable (%r): keeping the current client quotas", exc)
 
     def _local_changed(self) -> bool:
         assert self._file is not None and self._users_file is not None

@@ -1,7 +1,9 @@
 """The broker's ZooKeeper session (kazoo), bridged to the event loop.
 
 - Reads and writes are plain kazoo calls bounded by ``OP_TIMEOUT_S``; they run
-  in worker threads (`run`), never on the loop.
+  in worker threads of the session's own pool (`run`), never on the loop, and
+  never in the loop's default executor: a ZooKeeper that hangs would otherwise
+  take every worker thread and stall the fsyncs that acks=all writes wait for.
 - One-shot watches: every read in a snapshot re-arms a watch whose firing
   calls ``on_change`` on the loop (`watch`); the cluster re-reads everything it
   needs then. Level-triggered: a missed or coalesced event only delays the
@@ -17,17 +19,35 @@ forever with at most a second between attempts.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, KazooState
+from kazoo.exceptions import ConnectionClosedError, ConnectionLoss, OperationTimeoutError, SessionExpiredError
 from kazoo.retry import KazooRetry
 
 log = logging.getLogger("minikafka.zookeeper")
 
 OP_TIMEOUT_S = 5.0
+POOL_THREADS = 8  # the refresh, ISR writes of several partitions, ACL and quota watchers at once
 T = TypeVar("T")
+
+# What a ZooKeeper that is down, hung or out of reach raises through `ZkSession.run`.
+UNREACHABLE = (
+    ConnectionClosedError,
+    ConnectionLoss,
+    OperationTimeoutError,
+    SessionExpiredError,
+    TimeoutError,
+)
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` only says ZooKeeper cannot be reached now (worth a line, not a traceback)."""
+    return isinstance(exc, UNREACHABLE)
 
 
 class ZkSession:
@@ -49,6 +69,7 @@ class ZkSession:
             command_retry=KazooRetry(max_tries=3, delay=0.1, backoff=2, max_delay=1.0),
         )
         self.client.add_listener(self._state_listener)
+        self._pool = ThreadPoolExecutor(max_workers=POOL_THREADS, thread_name_prefix="zookeeper")
 
     def start(self, timeout_s: float) -> None:
         """Connect (blocking, before the broker serves); raises on timeout."""
@@ -59,6 +80,7 @@ class ZkSession:
             self.client.stop()
         finally:
             self.client.close()
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     @property
     def connected(self) -> bool:
@@ -83,5 +105,6 @@ class ZkSession:
             self._loop.call_soon_threadsafe(self._on_change)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run a blocking kazoo call in a worker thread."""
-        return await asyncio.wait_for(asyncio.to_thread(fn, *args), OP_TIMEOUT_S * 3)
+        """Run a blocking kazoo call in a worker thread of the session's pool."""
+        call = self._loop.run_in_executor(self._pool, functools.partial(fn, *args))
+        return await asyncio.wait_for(call, OP_TIMEOUT_S * 3)
