@@ -47,8 +47,18 @@ class ZooKeeperProcess:
         self.proc = start_zookeeper(self.directory, self.port, self.log_path)
         return self
 
+    def pause(self) -> None:
+        """SIGSTOP: ZooKeeper hangs (connections stay open, nothing is answered)."""
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGCONT)
+
     def stop(self) -> None:
         if self.proc is not None:
+            os.kill(self.proc.pid, signal.SIGCONT)
             stop(self.proc)
             self.proc = None
 
