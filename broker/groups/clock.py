@@ -33,14 +33,51 @@ class Clock(Protocol):
         ...
 
 
+# A timer that fires this much later than due means the broker did not run meanwhile (SIGSTOP, a
+# stalled host): it is given its delay once more instead of firing.
+STALL_S = 1.0
+
+
+class _LoopTimer:
+    """A `LoopClock` timer: cancelling it cancels whichever loop handle it has now."""
+
+    __slots__ = ("handle",)
+
+    def __init__(self) -> None:
+        self.handle: asyncio.TimerHandle | None = None
+
+    def cancel(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+
+
 class LoopClock:
-    """Wall-clock timestamps; timers on the running asyncio loop (so callbacks run on the loop)."""
+    """Wall-clock timestamps; timers on the running asyncio loop (so callbacks run on the loop).
+
+    A timer that comes due while the process was not running (paused past
+    ``STALL_S``) waits its delay once more before it fires: after a pause
+    the loop runs every overdue timer before it reads the requests waiting
+    in its sockets, and a coordinator would otherwise expire every member's
+    session at once, although their heartbeats had arrived.
+    """
 
     def now_ms(self) -> int:
         return time.time_ns() // 1_000_000
 
     def call_later(self, delay_ms: int, fn: Callable[[], None]) -> TimerHandle:
-        return asyncio.get_running_loop().call_later(max(delay_ms, 0) / 1000.0, fn)
+        loop = asyncio.get_running_loop()
+        delay = max(delay_ms, 0) / 1000.0
+        due = loop.time() + delay
+        timer = _LoopTimer()
+
+        def fire() -> None:
+            if loop.time() - due > STALL_S:
+                timer.handle = loop.call_later(delay, fn)
+            else:
+                fn()
+
+        timer.handle = loop.call_later(delay, fire)
+        return timer
 
 
 class _FakeTimer:
