@@ -110,7 +110,7 @@ def _log_format(v: str) -> str:
 
 
 def _cleanup_policy(v: str) -> str:
-    parts = sorted(p.strip() for p in v.split(",") if p.strip())
+    parts = [p.strip() for p in v.split(",") if p.strip()]  # in the order given, as Kafka keeps it
     if not parts or any(p not in ("delete", "compact") for p in parts):
         raise ValueError("expected delete, compact or compact,delete")
     return ",".join(parts)

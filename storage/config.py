@@ -159,7 +159,7 @@ def _cleanup_policy(key: str, value: str) -> str:
         raise ValueError(
             f"invalid value {value!r} for config {key!r}: must be a list of 'delete' and 'compact'"
         )
-    return ",".join(sorted(set(parts)))
+    return ",".join(parts)  # in the order given: Kafka describes a list as it was set
 
 
 def _any_string(key: str, value: str) -> str:

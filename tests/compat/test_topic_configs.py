@@ -91,3 +91,11 @@ def test_configs_survive_restart_and_kafka_python_admin(broker: BrokerProcess) -
         admin.close()
     text = repr(result)
     assert "max.message.bytes" in text and "3000" in text
+
+
+def test_a_list_config_is_described_as_it_was_set(broker: BrokerProcess) -> None:
+    """Kafka keeps a list's order: tools that compare config strings (GitOps, Terraform) see no change."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    configs = {"cleanup.policy": "delete,compact"}
+    admin.create_topics([NewTopic("both", 1, 1, config=configs)])["both"].result(30)
+    assert describe(admin, "both")["cleanup.policy"].value == "delete,compact"
