@@ -93,6 +93,9 @@ def run_broker(argv: list[str], prog: str = "minikafka broker") -> int:
 
     try:
         uvloop.run(run(config))
+    except ConfigError as exc:  # found while the broker is built (listeners' security, stores...)
+        print(f"minikafka: configuration error: {exc}", file=sys.stderr)
+        return 2
     except (OSError, RuntimeError) as exc:  # port in use, data dir locked, damaged or unreadable
         print(f"minikafka: cannot start broker: {exc}", file=sys.stderr)
         return 1

@@ -50,3 +50,25 @@ def test_json_log_lines(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in proc.log().splitlines() if line.strip()]
     assert any("listening on" in doc["msg"] for doc in lines)
     assert all({"ts", "level", "logger", "msg"} <= set(doc) for doc in lines)
+
+
+def test_a_config_error_found_while_the_broker_is_built_is_one_line(tmp_path: Path) -> None:
+    """An inter-broker SASL listener without the broker's own login: found when the broker object is
+    built (after the file was read), and still one line, not a traceback."""
+    cfg = tmp_path / "server.properties"
+    cfg.write_text(
+        "listeners=INTERNAL://127.0.0.1:0\n"
+        "listener.security.protocol.map=INTERNAL:SASL_PLAINTEXT\n"
+        "inter.broker.listener.name=INTERNAL\n"
+        "sasl.enabled.mechanisms=PLAIN\n"
+        "sasl.mechanism.inter.broker.protocol=PLAIN\n"
+        "listener.name.internal.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
+        'PlainLoginModule required user_admin="secret";\n'
+    )
+    res = run_cli("--config", str(cfg), "--data-dir", str(tmp_path / "d"))
+    assert res.returncode == 2, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert "Traceback" not in res.stderr
+    assert lines[-1].startswith(
+        "minikafka: configuration error: inter-broker listener INTERNAL uses SASL PLAIN"
+    )
