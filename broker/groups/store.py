@@ -19,7 +19,16 @@
   (`offsets.commit.timeout.ms`) or NOT_ENOUGH_REPLICAS_AFTER_APPEND; a
   coordinator cut off from its followers thus acknowledges nothing it could
   lose.
-- `read` replays a partition from its log start offset to its high watermark;
+- Acknowledgements of one partition reach their ``done`` callbacks in the
+  order the batches were written, whichever finished replicating first, so a
+  later commit's answer never precedes an earlier one's (the coordinator
+  applies commits to its cache as they are answered).
+- ``min.insync.replicas``: a replicated write to a partition whose ISR is
+  smaller is refused before it is appended (NOT_ENOUGH_REPLICAS), as Kafka's
+  acks=-1 append.
+- `read` replays a partition from its log start offset to its log end (as
+  Kafka loads a coordinator partition: a new leader's HW may still lag the
+  acknowledged writes its log holds);
   transactional offset commits (`append` with a producer) count at their
   COMMIT marker and are dropped at an ABORT one.
 """
@@ -30,8 +39,9 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from broker.groups.coordinator import Done, RecordKV
 from protocol.control_records import COMMIT, marker_type
@@ -114,6 +124,8 @@ class BrokerOffsetsLog:
         self.open_transactions: dict[int, dict[int, list[RecordKV]]] = {}
         # partition -> appends not written yet: (records, done, producer)
         self._queued: dict[int, list[tuple[list[RecordKV], Done | None, tuple[int, int] | None]]] = {}
+        # partition -> written batches not answered yet, in write order: [callbacks, outcome or None]
+        self._unanswered: dict[int, deque[list[Any]]] = {}
 
     @property
     def num_partitions(self) -> int:
@@ -181,12 +193,23 @@ class BrokerOffsetsLog:
             )
             if len(batch) > plog.config.max_message_bytes:
                 raise KafkaError(f"batch of {len(batch)} bytes", ErrorCode.MESSAGE_TOO_LARGE)
+            if self._timeout_s is not None and len(part.isr) < plog.config.min_insync_replicas:
+                raise KafkaError(
+                    f"{len(part.isr)} in-sync replicas, min.insync.replicas is "
+                    f"{plog.config.min_insync_replicas}",
+                    ErrorCode.NOT_ENOUGH_REPLICAS,
+                )
             headers = validate_batches(batch, check_crc=False)  # just built: the CRC is right
             now_ms = int(time.time() * 1000)
             self._replicas.append(part, batch, headers, now_ms, from_coordinator=producer is not None)
         except (KafkaError, OSError) as exc:
             code = exc.code if isinstance(exc, KafkaError) else ErrorCode.KAFKA_STORAGE_ERROR
-            if code not in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_PRODUCER_EPOCH):
+            if code not in (
+                ErrorCode.MESSAGE_TOO_LARGE,
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                ErrorCode.NOT_ENOUGH_REPLICAS,
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            ):
                 code = ErrorCode.KAFKA_STORAGE_ERROR
             log.error("%s-%d: append failed: %s", self.topic, partition, exc)
             for d in waiting:
@@ -197,6 +220,8 @@ class BrokerOffsetsLog:
 
         end = plog.log_end_offset
         term = part.lead_term
+        entry: list[Any] = [waiting, None]
+        self._unanswered.setdefault(partition, deque()).append(entry)
 
         def synced(f: asyncio.Future[None]) -> None:
             if f.cancelled() or f.exception() is not None:
@@ -205,22 +230,31 @@ class BrokerOffsetsLog:
             elif not part.is_leader or part.lead_term != term:
                 code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             elif self._timeout_s is not None and plog.high_watermark < end:
-                asyncio.ensure_future(self._replicated(part, end, waiting))
+                asyncio.ensure_future(self._replicated(part, end, entry))
                 return
             else:
                 code = ErrorCode.NONE
-            for d in waiting:
-                d(code)
+            self._answer(partition, entry, code)
 
         self._group_commit.sync(plog).add_done_callback(synced)
 
-    async def _replicated(self, part: Partition, end: int, waiting: list[Done]) -> None:
+    async def _replicated(self, part: Partition, end: int, entry: list[Any]) -> None:
         assert self._timeout_s is not None
         code = ErrorCode(await self._replicas.wait_for_replication(part, end, self._timeout_s))
         if code != ErrorCode.NONE:
             log.warning("%s-%d: write not replicated: %s", self.topic, part.index, code.name)
-        for d in waiting:
-            d(code)
+        self._answer(part.index, entry, code)
+
+    def _answer(self, partition: int, entry: list[Any], code: ErrorCode) -> None:
+        """Record ``entry``'s outcome, then answer every written batch at the head that has one."""
+        entry[1] = code
+        unanswered = self._unanswered[partition]
+        while unanswered and unanswered[0][1] is not None:
+            dones, outcome = unanswered.popleft()
+            for d in dones:
+                d(outcome)
+        if not unanswered:
+            del self._unanswered[partition]
 
     def read(self, partition: int) -> Iterator[RecordKV]:
         """Every record in offset order; a transaction's records come at its COMMIT marker (none if
@@ -229,8 +263,8 @@ class BrokerOffsetsLog:
         offset = plog.log_start_offset
         pending: dict[int, list[RecordKV]] = {}
         self.open_transactions.pop(partition, None)
-        while offset < plog.high_watermark:
-            data = plog.read(offset, READ_CHUNK_BYTES).data
+        while offset < plog.log_end_offset:
+            data = plog.read(offset, READ_CHUNK_BYTES, upto_leo=True).data
             headers, _ = scan_valid_prefix(data)
             if not headers:
                 break

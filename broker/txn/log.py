@@ -100,6 +100,8 @@ class TxnLog:
         epoch = part.leader_epoch
         self._log.append(partition, [(key, value)], done)
         code = await synced
+        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            return ErrorCode.NOT_COORDINATOR
         if code != ErrorCode.NONE:
             return code
         if len(part.replicas) > 1 or part.log.high_watermark < part.log.log_end_offset:

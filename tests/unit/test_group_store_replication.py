@@ -19,7 +19,9 @@ from broker.groups.store import OFFSETS_TOPIC, BrokerOffsetsLog
 from broker.groups.store_errors import group_store_error, offset_store_error
 from broker.replica import Partition, ReplicaManager
 from protocol.errors import ErrorCode
+from protocol.records import Record, build_batch
 from storage.log_manager import LogManager
+from tests.unit.test_storage_support import record_set
 
 NODE = BrokerNode(7, "broker.example", 9999)
 
@@ -80,3 +82,61 @@ async def test_a_single_replica_commit_needs_no_follower(replicas: ReplicaManage
     _lead(replicas, [7])
     store = BrokerOffsetsLog(replicas, GroupCommit(), 1, timeout_s=5)
     assert await asyncio.wait_for(_commit(store), 2) == ErrorCode.NONE
+
+
+class HeldFsyncs:
+    """A group commit whose fsyncs finish when the test says (``done(i)``), in any order."""
+
+    def __init__(self) -> None:
+        self.futures: list[asyncio.Future[None]] = []
+
+    def sync(self, target: object, **_: object) -> asyncio.Future[None]:
+        self.futures.append(asyncio.get_running_loop().create_future())
+        return self.futures[-1]
+
+    def done(self, i: int) -> None:
+        self.futures[i].set_result(None)
+
+
+async def test_commits_are_answered_in_the_order_they_were_written(replicas: ReplicaManager) -> None:
+    """The coordinator applies a commit to its cache when it is answered: a later commit answered
+    first would be overwritten by the earlier one (Kafka's olderThan guard)."""
+    part = _lead(replicas, [7, 8])
+    fsyncs = HeldFsyncs()
+    store = BrokerOffsetsLog(replicas, fsyncs, 1, timeout_s=5)  # type: ignore[arg-type]
+    answers: list[str] = []
+    store.append(0, [(b"k", b"first")], lambda code: answers.append(f"first {code.name}"))
+    await asyncio.sleep(0)
+    store.append(0, [(b"k", b"second")], lambda code: answers.append(f"second {code.name}"))
+    await asyncio.sleep(0)  # two batches written, neither fsynced
+    assert len(fsyncs.futures) == 2
+    fsyncs.done(0)
+    await asyncio.sleep(0.05)  # the first waits for follower 8
+    fsyncs.done(1)  # the second's fsync ends just as...
+    replicas.follower_fetched(part, 8, 2, now_ms=2_000)  # ...the HW passes both
+    await asyncio.sleep(0.1)
+    assert answers == ["first NONE", "second NONE"]
+
+
+async def test_a_replicated_write_below_min_insync_replicas_is_refused(replicas: ReplicaManager) -> None:
+    part = _lead(replicas, [7])
+    replicas.logs.alter_topic_configs(
+        OFFSETS_TOPIC, {"cleanup.policy": "compact", "min.insync.replicas": "2"}
+    )
+    store = BrokerOffsetsLog(replicas, GroupCommit(), 1, timeout_s=5)
+    code = await asyncio.wait_for(_commit(store), 2)
+    assert code == ErrorCode.NOT_ENOUGH_REPLICAS and part.log.log_end_offset == 0
+    assert offset_store_error(code) == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+async def test_a_new_coordinator_reads_its_log_to_the_end_not_to_its_hw(replicas: ReplicaManager) -> None:
+    """A follower elected leader may not have heard of the HW that acknowledged its last commits."""
+    part = replicas.partition(OFFSETS_TOPIC, 0)
+    part.become_follower(8, 1, [7, 8, 9], [7, 8, 9], 3)
+    batch = build_batch([Record(0, 0, b"k", b"acknowledged")])
+    buf, headers = record_set(batch)
+    replicas.follower_append(part, buf, headers, leader_hw=0, now_ms=1_000)
+    assert part.log.high_watermark == 0 and part.log.log_end_offset == 1
+    part.become_leader(2, [7, 8, 9], [7, 9], now_ms=2_000, partition_epoch=4)
+    store = BrokerOffsetsLog(replicas, GroupCommit(), 1, timeout_s=5)
+    assert list(store.read(0)) == [(b"k", b"acknowledged")]
