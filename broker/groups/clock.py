@@ -34,8 +34,10 @@ class Clock(Protocol):
 
 
 # A timer that fires this much later than due means the broker did not run meanwhile (SIGSTOP, a
-# stalled host): it is given its delay once more instead of firing.
+# stalled host): it waits GRACE_S more (at most its delay) instead of firing, time enough for the
+# requests queued meanwhile (a live member heartbeats every 3 s by default) to be read.
 STALL_S = 1.0
+GRACE_S = 3.0
 
 
 class _LoopTimer:
@@ -55,7 +57,7 @@ class LoopClock:
     """Wall-clock timestamps; timers on the running asyncio loop (so callbacks run on the loop).
 
     A timer that comes due while the process was not running (paused past
-    ``STALL_S``) waits its delay once more before it fires: after a pause
+    ``STALL_S``) waits ``GRACE_S`` more (at most its delay) before it fires: after a pause
     the loop runs every overdue timer before it reads the requests waiting
     in its sockets, and a coordinator would otherwise expire every member's
     session at once, although their heartbeats had arrived.
@@ -72,7 +74,7 @@ class LoopClock:
 
         def fire() -> None:
             if loop.time() - due > STALL_S:
-                timer.handle = loop.call_later(delay, fn)
+                timer.handle = loop.call_later(min(delay, GRACE_S), fn)
             else:
                 fn()
 

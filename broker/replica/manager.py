@@ -67,6 +67,8 @@ class ReplicaManager:
         self.closing = False
         # set by the cluster side when ISR changes are written somewhere (ZooKeeper): (partition, wanted ISR)
         self.isr_requests: Callable[[Partition, list[int]], None] | None = None
+        # set by the cluster side: whether a broker is alive, so that its follower may join an ISR
+        self.isr_eligible: Callable[[int], bool] | None = None
         self._partitions: dict[TopicPartition, Partition] = {}
         started = time.monotonic()
         for (topic, index), plog in logs.logs():
@@ -239,6 +241,7 @@ class ReplicaManager:
             replica_id in part.replicas
             and fetch_offset >= part.log.high_watermark
             and fetch_offset >= part.epoch_start
+            and (self.isr_eligible is None or self.isr_eligible(replica_id))
         ):
             self.request_isr(part, sorted({*part.isr, replica_id}, key=part.replicas.index))
 
@@ -265,9 +268,9 @@ class ReplicaManager:
     def isr_changed(self, part: Partition, isr: list[int], partition_epoch: int) -> None:
         """The cluster side wrote ``isr`` for ``part`` (or read a newer one): apply it.
 
-        A state older than the one applied (a write's answer arriving after the
-        newer state it led to was read) changes nothing."""
-        if partition_epoch < part.partition_epoch:
+        A state no newer than the one applied (a write's answer arriving after
+        the refresh read what it wrote, or something newer) changes nothing."""
+        if partition_epoch <= part.partition_epoch:
             return
         part.pending_isr = None
         part.isr = list(isr)
@@ -280,12 +283,13 @@ class ReplicaManager:
     async def wait_for_replication(self, part: Partition, offset: int, timeout_s: float) -> int:
         """acks=all: wait until the HW passes ``offset`` (the end of the appended batch).
 
-        Returns an error code: NONE; NOT_LEADER_OR_FOLLOWER if leadership was
+        Returns an error code: NONE once the HW is there and the maximal ISR
+        holds ``min.insync.replicas``; NOT_LEADER_OR_FOLLOWER if leadership was
         lost meanwhile (a new leader epoch with this broker still leading, as
         when the controller drops a dead follower, keeps the wait: only a
         replica that stopped leading may have lost the batch, as Kafka's
         DelayedProduce); NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR is below
-        ``min.insync.replicas``, before or once the HW gets there (as Kafka's
+        ``min.insync.replicas`` once the HW gets there (as Kafka's
         checkEnoughReplicasReachOffset: a follower dropped from the ISR lets the
         HW jump to the leader's LEO, and the write is then on fewer replicas
         than the producer asked for); REQUEST_TIMED_OUT.
@@ -295,9 +299,9 @@ class ReplicaManager:
         while True:
             if not part.is_leader or part.lead_term != term:
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if len(part.isr) < part.log.config.min_insync_replicas:
-                return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
             if part.log.high_watermark >= offset:
+                if len(part.maximal_isr) < part.log.config.min_insync_replicas:
+                    return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
                 return ErrorCode.NONE
             left = deadline - asyncio.get_running_loop().time()
             if left <= 0:

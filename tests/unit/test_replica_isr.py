@@ -136,3 +136,36 @@ async def test_acks_all_fails_once_the_leadership_was_lost_even_if_regained(repl
     part.become_leader(3, [7, 8], [7, 8], now_ms=3_000, partition_epoch=5)
     replicas.follower_fetched(part, 8, leo, now_ms=3_100)
     assert await asyncio.wait_for(waiting, 1) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_follower_of_a_broker_not_registered_is_not_proposed_for_the_isr(replicas: ReplicaManager) -> None:
+    """Kafka's isReplicaIsrEligible: a zombie follower (its session expired) would flap in and out."""
+    writes = IsrWrites(replicas)
+    replicas.isr_eligible = lambda node: node != 9
+    part = _lead(replicas, [7, 8])
+    replicas.follower_fetched(part, 9, 0, now_ms=2_000)
+    assert writes.requests == [] and part.pending_isr is None
+
+
+def test_a_late_answer_to_an_isr_write_leaves_a_newer_pending_change(replicas: ReplicaManager) -> None:
+    IsrWrites(replicas)
+    part = _lead(replicas, [7, 8])
+    replicas.isr_changed(part, [7, 8], 4)  # the refresh read our first write (version 4)
+    replicas.follower_fetched(part, 9, 0, now_ms=2_000)
+    assert part.pending_isr == [7, 8, 9]
+    replicas.isr_changed(part, [7, 8], 4)  # the first write's own answer, arriving late
+    assert part.pending_isr == [7, 8, 9]
+
+
+async def test_acks_all_counts_the_maximal_isr_against_min_insync_replicas(replicas: ReplicaManager) -> None:
+    """Kafka's checkEnoughReplicasReachOffset: once the HW is there, the maximal ISR's size decides."""
+    IsrWrites(replicas)
+    replicas.logs.alter_topic_configs("t", {"min.insync.replicas": "2"})
+    part = _lead(replicas, [7])
+    replicas.follower_fetched(part, 8, 0, now_ms=2_000)  # 8 proposed: the maximal ISR is [7, 8]
+    leo = _append(replicas, part, 10)
+    waiting = asyncio.ensure_future(replicas.wait_for_replication(part, leo, timeout_s=5))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    replicas.follower_fetched(part, 8, leo, now_ms=2_100)
+    assert await asyncio.wait_for(waiting, 1) == ErrorCode.NONE

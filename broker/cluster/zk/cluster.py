@@ -109,6 +109,7 @@ class ZkCluster:
         )
         self.fetchers = FetcherManager(replicas, self._address)
         replicas.isr_requests = self._request_isr
+        replicas.isr_eligible = self._registered
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -368,6 +369,10 @@ class ZkCluster:
         for callback in self.leadership_changed:
             callback(topic, index, leads)
 
+    def _registered(self, node_id: int) -> bool:
+        """Whether ``node_id`` is registered (alive): only such a follower may join an ISR."""
+        return node_id in self._snap.brokers
+
     def _address(self, node_id: int) -> tuple[str, int] | None:
         broker = self._snap.brokers.get(node_id)
         return broker.address(self._listener) if broker is not None else None
@@ -440,9 +445,13 @@ class ZkCluster:
 
     # -- ISR changes, as partition leader ---------------------------------------------------------
     def _request_isr(self, part: Partition, isr: list[int]) -> None:
-        asyncio.ensure_future(self._write_isr(part, isr))
+        # The state the change is made against, taken now: by the time the task runs a new epoch
+        # may have been applied, and the write must then fail on the version, not land on it.
+        asyncio.ensure_future(
+            self._write_isr(part, isr, part.partition_epoch, part.lead_term, part.leader_epoch)
+        )
 
-    async def _write_isr(self, part: Partition, isr: list[int]) -> None:
+    async def _write_isr(self, part: Partition, isr: list[int], expected: int, term: int, epoch: int) -> None:
         """Write ``isr`` to the state znode if its version is still ``part.partition_epoch``.
 
         A definite failure (a newer version: someone else wrote) drops the
@@ -453,14 +462,14 @@ class ZkCluster:
         """
         record = self._snap.states.get(part.tp)
         controller_epoch = record.state.controller_epoch if record is not None else 0
-        state = znodes.LeaderAndIsr(self.node.node_id, part.leader_epoch, tuple(isr), controller_epoch)
+        state = znodes.LeaderAndIsr(self.node.node_id, epoch, tuple(isr), controller_epoch)
         path = znodes.state_path(part.topic, part.index)
-        expected, term, epoch = part.partition_epoch, part.lead_term, part.leader_epoch
+        pending = part.pending_isr  # this change, as long as it is the one pending (`is`)
         try:
             stat = await self.session.run(self.session.client.set, path, znodes.encode_state(state), expected)
         except (BadVersionError, NoNodeError) as exc:
             log.info("%s-%d: ISR change to %s lost a race (%r); re-reading", part.topic, part.index, isr, exc)
-            if part.lead_term == term and part.leader_epoch == epoch:
+            if part.pending_isr is pending and part.lead_term == term and part.leader_epoch == epoch:
                 self.replicas.isr_write_failed(part)
             self._dirty.set()
             return
@@ -475,7 +484,7 @@ class ZkCluster:
             await self._settle_isr(part, expected, term, epoch)
             return
         log.info("%s-%d: ISR %s -> %s", part.topic, part.index, part.isr, isr)
-        if part.lead_term == term and part.leader_epoch == epoch:
+        if part.pending_isr is pending and part.lead_term == term and part.leader_epoch == epoch:
             self.replicas.isr_changed(part, isr, stat.version)
 
     async def _settle_isr(self, part: Partition, expected: int, term: int, epoch: int) -> None:
@@ -483,7 +492,10 @@ class ZkCluster:
         path = znodes.state_path(part.topic, part.index)
         while not self._stopping and part.lead_term == term and part.leader_epoch == epoch and part.is_leader:
             try:
-                data, stat = await self.session.run(self.session.client.get, path)
+                # sync first: after a reconnect to another server of an ensemble, a read could
+                # otherwise come from one that has not seen our write yet
+                await self.session.run(self.session.client.sync, path)
+                _, stat = await self.session.run(self.session.client.get, path)
             except NoNodeError:
                 return  # the topic is being deleted
             except Exception:
