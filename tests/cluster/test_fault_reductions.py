@@ -157,7 +157,9 @@ def test_a_coordinator_cut_off_from_its_followers_acknowledges_no_commit_it_coul
     wait_for(new_coordinator, 60, "a coordinator on a surviving broker")
     port = cluster.brokers[_coordinator(cluster, "g")].port
     wait_for(lambda: _committed(port, "g") >= 0, 30, "the group's offsets loaded")
-    assert _committed(port, "g") == 10
+    # Never below the acknowledged 10. The unacknowledged 20 may have survived: a follower's fetch
+    # parked on the coordinator can carry it off just before the pause takes hold (Kafka alike).
+    assert _committed(port, "g") in (10, 20)
 
 
 def test_a_restarted_broker_answers_metadata_only_once_it_knows_the_cluster(
