@@ -452,7 +452,7 @@ class ZkCluster:
         )
 
     async def _write_isr(self, part: Partition, isr: list[int], expected: int, term: int, epoch: int) -> None:
-        """Write ``isr`` to the state znode if its version is still ``part.partition_epoch``.
+        """Write ``isr`` to the state znode if its version is still ``expected`` (taken at the request).
 
         A definite failure (a newer version: someone else wrote) drops the
         pending change and re-reads. A failure of unknown outcome (ZooKeeper
