@@ -41,7 +41,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from broker.groups.coordinator import Done, RecordKV
 from protocol.control_records import COMMIT, marker_type
@@ -98,6 +98,16 @@ def ensure_offsets_topic(config: BrokerConfig, replicas: ReplicaManager, topics:
     return info.partitions
 
 
+class _Unanswered:
+    """A written batch whose callbacks are not answered yet; ``outcome`` once it is known."""
+
+    __slots__ = ("dones", "outcome")
+
+    def __init__(self, dones: list[Done]) -> None:
+        self.dones = dones
+        self.outcome: ErrorCode | None = None
+
+
 class BrokerOffsetsLog:
     """`OffsetsLog` backed by the broker's partition logs and group commit.
 
@@ -124,8 +134,8 @@ class BrokerOffsetsLog:
         self.open_transactions: dict[int, dict[int, list[RecordKV]]] = {}
         # partition -> appends not written yet: (records, done, producer)
         self._queued: dict[int, list[tuple[list[RecordKV], Done | None, tuple[int, int] | None]]] = {}
-        # partition -> written batches not answered yet, in write order: [callbacks, outcome or None]
-        self._unanswered: dict[int, deque[list[Any]]] = {}
+        # partition -> written batches not answered yet, in write order
+        self._unanswered: dict[int, deque[_Unanswered]] = {}
 
     @property
     def num_partitions(self) -> int:
@@ -220,7 +230,7 @@ class BrokerOffsetsLog:
 
         end = plog.log_end_offset
         term = part.lead_term
-        entry: list[Any] = [waiting, None]
+        entry = _Unanswered(waiting)
         self._unanswered.setdefault(partition, deque()).append(entry)
 
         def synced(f: asyncio.Future[None]) -> None:
@@ -238,21 +248,21 @@ class BrokerOffsetsLog:
 
         self._group_commit.sync(plog).add_done_callback(synced)
 
-    async def _replicated(self, part: Partition, end: int, entry: list[Any]) -> None:
+    async def _replicated(self, part: Partition, end: int, entry: _Unanswered) -> None:
         assert self._timeout_s is not None
         code = ErrorCode(await self._replicas.wait_for_replication(part, end, self._timeout_s))
         if code != ErrorCode.NONE:
             log.warning("%s-%d: write not replicated: %s", self.topic, part.index, code.name)
         self._answer(part.index, entry, code)
 
-    def _answer(self, partition: int, entry: list[Any], code: ErrorCode) -> None:
+    def _answer(self, partition: int, entry: _Unanswered, code: ErrorCode) -> None:
         """Record ``entry``'s outcome, then answer every written batch at the head that has one."""
-        entry[1] = code
+        entry.outcome = code
         unanswered = self._unanswered[partition]
-        while unanswered and unanswered[0][1] is not None:
-            dones, outcome = unanswered.popleft()
-            for d in dones:
-                d(outcome)
+        while unanswered and unanswered[0].outcome is not None:
+            head = unanswered.popleft()
+            for d in head.dones:
+                d(head.outcome)
         if not unanswered:
             del self._unanswered[partition]
 

@@ -22,7 +22,7 @@ import signal
 import time
 from typing import TYPE_CHECKING, Any
 
-from broker.cluster.zk.session import unreachable
+from broker.cluster.zk.session import log_refresh_failure
 from broker.config import BrokerConfig, ConfigError
 from broker.security.acl_manager import AclManager
 from broker.security.acls import AclOperation, ResourceType
@@ -159,10 +159,7 @@ class BrokerSecurity:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if not unreachable(exc):
-                    log.exception("re-reading security settings failed; keeping the current ones")
-                else:
-                    log.warning("ZooKeeper unreachable (%r): keeping the current security settings", exc)
+                log_refresh_failure(log, exc, "security settings")
 
     # -- users ----------------------------------------------------------------------------------
     async def _write_users(self, changes: dict[str, dict[str, str | None]]) -> None:

@@ -52,7 +52,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.cluster.zk.session import unreachable
+from broker.cluster.zk.session import log_refresh_failure
 from broker.config import BrokerConfig, ConfigError
 from broker.security.credentials import local_users_file
 from broker.security.quota_config import (
@@ -338,10 +338,7 @@ class ClientQuotas:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if not unreachable(exc):
-                    log.exception("re-reading client quotas failed; keeping the current ones")
-                else:
-                    log.warning("ZooKeeper unreachable (%r): keeping the current client quotas", exc)
+                log_refresh_failure(log, exc, "client quotas")
 
     def _local_changed(self) -> bool:
         assert self._file is not None and self._users_file is not None

@@ -469,7 +469,7 @@ class ZkCluster:
             stat = await self.session.run(self.session.client.set, path, znodes.encode_state(state), expected)
         except (BadVersionError, NoNodeError) as exc:
             log.info("%s-%d: ISR change to %s lost a race (%r); re-reading", part.topic, part.index, isr, exc)
-            if part.pending_isr is pending and part.lead_term == term and part.leader_epoch == epoch:
+            if _still_pending(part, pending, term, epoch):
                 self.replicas.isr_write_failed(part)
             self._dirty.set()
             return
@@ -481,16 +481,18 @@ class ZkCluster:
                 isr,
                 exc,
             )
-            await self._settle_isr(part, expected, term, epoch)
+            await self._settle_isr(part, pending, expected, term, epoch)
             return
         log.info("%s-%d: ISR %s -> %s", part.topic, part.index, part.isr, isr)
-        if part.pending_isr is pending and part.lead_term == term and part.leader_epoch == epoch:
+        if _still_pending(part, pending, term, epoch):
             self.replicas.isr_changed(part, isr, stat.version)
 
-    async def _settle_isr(self, part: Partition, expected: int, term: int, epoch: int) -> None:
+    async def _settle_isr(
+        self, part: Partition, pending: list[int] | None, expected: int, term: int, epoch: int
+    ) -> None:
         """Read the state znode until we know whether our ISR write (on version ``expected``) landed."""
         path = znodes.state_path(part.topic, part.index)
-        while not self._stopping and part.lead_term == term and part.leader_epoch == epoch and part.is_leader:
+        while not self._stopping and _still_pending(part, pending, term, epoch):
             try:
                 # sync first: after a reconnect to another server of an ensemble, a read could
                 # otherwise come from one that has not seen our write yet
@@ -501,7 +503,7 @@ class ZkCluster:
             except Exception:
                 await asyncio.sleep(0.5)
                 continue
-            if part.lead_term != term or part.leader_epoch != epoch:
+            if not _still_pending(part, pending, term, epoch):
                 return  # a new state was applied meanwhile: it settled everything
             if stat.version == expected:
                 log.info("%s-%d: the ISR change did not land", part.topic, part.index)
@@ -569,3 +571,14 @@ class ZkCluster:
             states.append(PartitionState(index, leader, epoch, tuple(replicas), tuple(isr), offline))
         topic_id = self._snap.topic_ids.get(topic, topic_ids.ZERO)
         return TopicState(topic, topic_id, tuple(states), dict(self._snap.configs.get(topic, {})))
+
+
+def _still_pending(part: Partition, pending: list[int] | None, term: int, epoch: int) -> bool:
+    """Whether ``pending`` (an ISR change asked for as leader of ``epoch`` in ``term``) is still the
+    partition's pending change: nothing applied since (a new state, another change) has settled it."""
+    return (
+        part.pending_isr is pending
+        and part.lead_term == term
+        and part.leader_epoch == epoch
+        and part.is_leader
+    )

@@ -45,9 +45,13 @@ UNREACHABLE = (
 )
 
 
-def unreachable(exc: BaseException) -> bool:
-    """Whether ``exc`` only says ZooKeeper cannot be reached now (worth a line, not a traceback)."""
-    return isinstance(exc, UNREACHABLE)
+def log_refresh_failure(logger: logging.Logger, exc: Exception, what: str) -> None:
+    """A background re-read of ``what`` failed and the current ones are kept: one warning line if
+    ZooKeeper only cannot be reached now, a traceback for anything else."""
+    if isinstance(exc, UNREACHABLE):
+        logger.warning("ZooKeeper unreachable (%r): keeping the current %s", exc, what)
+    else:
+        logger.exception("re-reading %s failed; keeping the current ones", what)
 
 
 class ZkSession:
