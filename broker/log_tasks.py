@@ -113,7 +113,8 @@ class LogTasks:
     async def _sleep(self, seconds: float) -> bool:
         """Sleep unless stopping; False once stopping."""
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stop.wait(), max(seconds, 0.001))
+            async with asyncio.timeout(max(seconds, 0.001)):
+                await self._stop.wait()
         return not self._stop.is_set()
 
     async def _every(self, interval: float, fn: Callable[[], object]) -> None:

@@ -168,7 +168,8 @@ class BrokerConnection(asyncio.BufferedProtocol):
         if context is not None:
             tls = {"ssl": context, "server_hostname": host if security and security.check_hostname else None}
         try:
-            await asyncio.wait_for(conn._loop.create_connection(lambda: conn, host, port, **tls), timeout)
+            async with asyncio.timeout(timeout):
+                await conn._loop.create_connection(lambda: conn, host, port, **tls)
         except ssl.SSLError as exc:
             raise AuthenticationError(
                 f"TLS handshake with {host}:{port} failed: {exc.reason or exc}"

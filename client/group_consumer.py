@@ -145,7 +145,8 @@ class ConsumerGroupMember(GroupMember):
                 self.consumer._wake()
             self._wakeup.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), self.interval)
+                async with asyncio.timeout(self.interval):
+                    await self._wakeup.wait()
 
     async def _coordinator_max(self, api_key: int) -> tuple[str, int]:
         """(the coordinator's address, the newest version of ``api_key`` it serves; -1: none)."""

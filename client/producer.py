@@ -161,7 +161,8 @@ class AIOProducer(ProducerSender):
         self._wakeup()
         if self._sender is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(self._sender), timeout)
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(self._sender)
             except TimeoutError:
                 self._sender.cancel()
                 with contextlib.suppress(BaseException):
@@ -184,7 +185,8 @@ class AIOProducer(ProducerSender):
         try:
             waits = [self._afuture_for(b) for b in pending if not b.done]
             if waits:
-                await asyncio.wait_for(asyncio.gather(*waits), timeout)
+                async with asyncio.timeout(timeout):
+                    await asyncio.gather(*waits)
         except TimeoutError:
             raise KafkaTimeoutError(f"flush did not complete within {timeout} s") from None
         finally:

@@ -316,7 +316,8 @@ class RecordAccumulator:
             fut = self._loop.create_future()
             self._space_waiters.append(fut)
             try:
-                await asyncio.wait_for(fut, max(0.0, deadline - time.monotonic()))
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    await fut
             except TimeoutError:
                 raise KafkaTimeoutError("buffer.memory full for max.block.ms") from None
 

@@ -275,7 +275,8 @@ class TransactionManager(TxnRequests):
             self._op = (name, task)
         wait = self._max_block if timeout is None else timeout
         try:
-            await asyncio.wait_for(asyncio.shield(task), wait)
+            async with asyncio.timeout(wait):
+                await asyncio.shield(task)
         except TimeoutError:
             raise KafkaTimeoutError(
                 f"{name}() did not complete within {wait * 1000:.0f} ms; call it again to keep waiting"

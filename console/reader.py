@@ -45,7 +45,8 @@ async def browsing_consumer(client_config: Mapping[str, Any]) -> AsyncIterator[A
         yield consumer
     finally:
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(consumer.close(autocommit=False), 2)
+            async with asyncio.timeout(2):
+                await consumer.close(autocommit=False)
 
 
 async def read_ranges(

@@ -214,7 +214,8 @@ class LagSampler:
             if tick < now:
                 tick += ((now - tick) // self.interval_s + 1) * self.interval_s
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), tick - now)
+                async with asyncio.timeout(tick - now):
+                    await self._stop.wait()
 
     async def _sample_recording_errors(self) -> None:
         try:

@@ -65,6 +65,7 @@ class ConsoleState:
 
     async def stop(self, _app: web.Application) -> None:
         if self._task is not None:
+            self.sampler.stop()  # ends the loop even if a library swallowed the cancellation
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task

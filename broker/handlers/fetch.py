@@ -265,7 +265,8 @@ async def _long_poll(
         if wait > 0 and not broker.shutting_down:
             fut = broker.replicas.park(tps)
             try:
-                await asyncio.wait_for(fut, wait)
+                async with asyncio.timeout(wait):
+                    await fut
             except TimeoutError:
                 pass
             finally:

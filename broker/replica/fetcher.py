@@ -98,9 +98,10 @@ class ReplicaFetcher:
             address = self._address(self.leader_id)
             if address is None:
                 raise ConnectionError(f"broker {self.leader_id} is not registered")
-            self._link = await asyncio.wait_for(
-                LeaderLink.connect(*address, self.link_security, f"replica-{self.replicas.node_id}"), 10
-            )
+            async with asyncio.timeout(10):
+                self._link = await LeaderLink.connect(
+                    *address, self.link_security, f"replica-{self.replicas.node_id}"
+                )
         self._correlation += 1
         header = encode_request_header(
             api_key, version, self._correlation, f"replica-{self.replicas.node_id}"

@@ -309,7 +309,8 @@ class ReplicaManager:
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             part.hw_waiters.append((offset, fut))
             try:
-                await asyncio.wait_for(fut, left)
+                async with asyncio.timeout(left):
+                    await fut
             except TimeoutError:
                 return ErrorCode.REQUEST_TIMED_OUT
 

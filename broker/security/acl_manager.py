@@ -338,7 +338,8 @@ class AclManager:
     async def _watch(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), RELOAD_S)
+                async with asyncio.timeout(RELOAD_S):
+                    await self._changed.wait()
             self._changed.clear()
             try:
                 await self.refresh()

@@ -145,7 +145,8 @@ class BrokerSecurity:
     async def _watch(self) -> None:
         while True:
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._users_changed.wait(), RELOAD_S)
+                async with asyncio.timeout(RELOAD_S):
+                    await self._users_changed.wait()
             self._users_changed.clear()
             try:
                 self.reload_tls()

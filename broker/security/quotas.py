@@ -326,7 +326,8 @@ class ClientQuotas:
     async def _watch(self) -> None:
         while True:
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), RELOAD_S)
+                async with asyncio.timeout(RELOAD_S):
+                    await self._changed.wait()
             self._changed.clear()
             try:
                 if self.zk is not None:

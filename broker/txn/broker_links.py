@@ -53,7 +53,8 @@ class BrokerLinks:
     ) -> Any:
         """Broker ``node_id``'s decoded answer; raises one of `LINK_ERRORS` (a connection that
         failed or closed, the timeout, an answer that does not decode)."""
-        return await asyncio.wait_for(self._call(node_id, api_key, version, body), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            return await self._call(node_id, api_key, version, body)
 
     async def _call(self, node_id: int, api_key: int, version: int, body: dict[str, Any]) -> Any:
         async with self._slots.setdefault(node_id, asyncio.Semaphore(self._max_links)):
@@ -78,9 +79,8 @@ class BrokerLinks:
             address = (node.host, node.port)
         if address is None:
             raise ConnectionError(f"broker {node_id} is not registered")
-        return await asyncio.wait_for(
-            LeaderLink.connect(*address, self.link_security, self._client_id), CONNECT_TIMEOUT_S
-        )
+        async with asyncio.timeout(CONNECT_TIMEOUT_S):
+            return await LeaderLink.connect(*address, self.link_security, self._client_id)
 
     def close(self) -> None:
         """Close the idle connections (one in use is closed by its call's failure or stays

@@ -580,7 +580,8 @@ class TransactionCoordinator:
             fut: asyncio.Future[None] = loop.create_future()
             txn.idle_waiters.append(fut)
             try:
-                await asyncio.wait_for(fut, left)
+                async with asyncio.timeout(left):
+                    await fut
             except TimeoutError:
                 return False
         return True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -182,3 +183,35 @@ async def test_unreachable_and_silent_brokers() -> None:
             w.close()
         silent.close()
         await silent.wait_closed()
+
+
+async def test_cancelling_a_connect_is_never_lost() -> None:
+    """A task cancelled while it connects ends cancelled, whatever the connect was doing at that
+    moment. Python 3.11's ``asyncio.wait_for`` returned the inner result instead when the connect
+    had just finished (here: refused), so a cancelled task went on; the console then never stopped
+    after it failed to bind its port."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: connecting is refused
+    outcomes: dict[str, int] = {}
+    for i in range(120):
+        task = asyncio.ensure_future(
+            BrokerConnection.open("127.0.0.1", port, client_id="t", node_id=-1, timeout=5)
+        )
+        for _ in range(i % 6):  # cancel at each step the connect goes through
+            await asyncio.sleep(0)
+        if task.done():  # refused before the cancel came: nothing to lose
+            outcomes["done first"] = outcomes.get("done first", 0) + 1
+            task.exception()
+            continue
+        task.cancel()
+        try:
+            await task
+            outcome = "returned"
+        except asyncio.CancelledError:
+            outcome = "cancelled"
+        except Exception as exc:
+            outcome = type(exc).__name__
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    assert outcomes.keys() <= {"cancelled", "done first"}, outcomes
+    assert outcomes["cancelled"] >= 60

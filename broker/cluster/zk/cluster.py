@@ -222,7 +222,8 @@ class ZkCluster:
     async def _refresh_loop(self) -> None:
         while not self._stopping:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._dirty.wait(), REFRESH_S)
+                async with asyncio.timeout(REFRESH_S):
+                    await self._dirty.wait()
             self._dirty.clear()
             if self._stopping:
                 return

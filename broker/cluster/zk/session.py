@@ -111,4 +111,5 @@ class ZkSession:
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run a blocking kazoo call in a worker thread of the session's pool."""
         call = self._loop.run_in_executor(self._pool, functools.partial(fn, *args))
-        return await asyncio.wait_for(call, OP_TIMEOUT_S * 3)
+        async with asyncio.timeout(OP_TIMEOUT_S * 3):
+            return await call
