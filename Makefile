@@ -19,7 +19,7 @@ COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose
 CONSOLE_STAMP := $(VENV)/.installed-console
 CONSOLE_PORT ?= 8080
 
-.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-cluster test-faults test-crash test-churn fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-cluster test-faults soak-faults test-crash test-churn fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -88,7 +88,15 @@ test-cluster: $(TEST_STAMP) zookeeper-tools
 
 # ZooKeeper, three brokers and the test clients in network namespaces, partitioned with iptables (root).
 test-faults: $(TEST_STAMP) zookeeper-tools fault-tools
-	$(BIN)/python -m pytest -q -m faults tests/faults
+	$(BIN)/python -m pytest -q -m "faults and not nemesis" tests/faults
+
+# The Jepsen-style nemesis run (about 3 minutes a seed): make soak-faults SEEDS="1 2 3"
+SEEDS ?= 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20
+soak-faults: $(TEST_STAMP) zookeeper-tools fault-tools
+	rm -rf build/soak-faults
+	FAULT_SEEDS="$(SEEDS)" FAULT_REPORT_DIR=build/soak-faults $(BIN)/python -m pytest -q -m nemesis \
+		tests/faults/test_nemesis.py; status=$$?; \
+		$(BIN)/python -m tests.faults.summary build/soak-faults; exit $$status
 
 # Brokers and clients SIGKILLed while they work: exactly-once through crashes (issue 18).
 test-crash: $(TEST_STAMP)

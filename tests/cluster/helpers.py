@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import glob
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.records import scan_valid_prefix
@@ -110,23 +111,30 @@ def read_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[tupl
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen: dict[int, list[tuple[int, int]]] = {}
-    ended: set[int] = set()
-    deadline = time.monotonic() + 90
     try:
-        while len(ended) < partitions and time.monotonic() < deadline:
-            msg = consumer.poll(1)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(msg.partition())
-                continue
-            ended.discard(msg.partition())
+        for msg in records_to_end(consumer, partitions, 90):
             seen.setdefault(int(msg.key()), []).append((msg.partition(), msg.offset()))
     finally:
         consumer.close()
-    assert len(ended) == partitions, "did not reach the end of every partition"
     return seen
+
+
+def records_to_end(consumer: Consumer, partitions: int, timeout: float) -> Iterator[Message]:
+    """The records ``consumer`` (assigned ``partitions`` partitions, ``enable.partition.eof`` on)
+    reads until every partition is at its end; AssertionError if that takes over ``timeout`` s."""
+    ended: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while len(ended) < partitions:
+        assert time.monotonic() < deadline, "did not reach the end of every partition"
+        msg = consumer.poll(1)
+        if msg is None:
+            continue
+        if msg.error():
+            if msg.error().code() == KafkaError._PARTITION_EOF:
+                ended.add(msg.partition())
+            continue
+        ended.discard(msg.partition())
+        yield msg
 
 
 def check_exactly_once(acked: dict[int, tuple[int, int]], seen: dict[int, list[tuple[int, int]]]) -> None:

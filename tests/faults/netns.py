@@ -146,6 +146,13 @@ class Network:
                 "DROP",
             )
 
+    def cut_one_way(self, receiver: str, sender: str) -> None:
+        """Drop what ``sender`` sends to ``receiver``; the other direction still flows."""
+        _sh(
+            "ip", "netns", "exec", self.ns(receiver),
+            "iptables", "-A", "INPUT", "-s", self.addresses[sender], "-j", "DROP",
+        )  # fmt: skip
+
     def heal(self) -> None:
         for name in self.names:
             _sh("ip", "netns", "exec", self.ns(name), "iptables", "-F", "INPUT")

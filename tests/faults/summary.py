@@ -1,0 +1,41 @@
+"""Print the nemesis runs' reports as one table: ``python -m tests.faults.summary DIR``.
+
+Reads every ``seed-N.json`` that `tests.faults.test_nemesis` wrote to ``DIR`` (its
+``FAULT_REPORT_DIR``): a line per seed with its counts and problems, then per fault kind the
+longest window without an acknowledged produce (worst and median over the seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def main(directory: str) -> int:
+    reports = [json.loads(p.read_text()) for p in Path(directory).glob("seed-*.json")]
+    if not reports:
+        print(f"no seed-*.json in {directory}")
+        return 1
+    reports.sort(key=lambda r: r["seed"])
+    print("seed  acked     read  commits  problems")
+    for r in reports:
+        c = r["counts"]
+        problems = {k: v for k, v in c.items() if k not in ("acked", "read", "commits")}
+        if r["blocked_after_healing"]:
+            problems["blocked"] = len(r["blocked_after_healing"])
+        print(f"{r['seed']:>4} {c['acked']:>6} {c['read']:>8} {c['commits']:>8}  {problems or 'none'}")
+    kinds = sorted({k for r in reports for k in r["availability_s"]})
+    print(
+        f"\nlongest window without an acknowledged produce (s; session timeout {reports[0]['session_timeout_s']} s)"
+    )
+    print(f"{'fault kind':<26}{'worst':>7}{'median':>8}")
+    for kind in kinds:
+        gaps = [r["availability_s"][kind] for r in reports if kind in r["availability_s"]]
+        print(f"{kind:<26}{max(gaps):>7.1f}{statistics.median(gaps):>8.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1] if len(sys.argv) > 1 else "build/faults"))
