@@ -123,7 +123,7 @@ def test_nemesis_run_keeps_every_promise(seed: int, tmp_path: Path) -> None:
         _stop(producers, 150)
         _stop(consumers, 60)
         wait_for(
-            lambda: cluster.query("lag", bootstrap, "pipeline", "events") == 0, 180, "the pipeline caught up"
+            lambda: cluster.query("lag", bootstrap, "pipeline", "events") == 0, 300, "the pipeline caught up"
         )
         _stop([pipeline], 60)
 
@@ -155,6 +155,8 @@ def test_nemesis_run_keeps_every_promise(seed: int, tmp_path: Path) -> None:
         "counts": report.counts(),
         "problems": report.problems(),
         "blocked_after_healing": blocked,
+        "pipeline_restarts": sum(1 for e in events if e["k"] == "restart"),
+        "pipeline_stuck": sum(1 for e in events if e["k"] == "stuck"),
         "availability_s": history.availability(events, nemesis.record(), grace=0.0),
         "session_timeout_s": SESSION_TIMEOUT_MS / 1000,
         "faults": nemesis.record(),

@@ -13,8 +13,8 @@ consume BOOTSTRAP TOPIC GROUP PROTOCOL NAME HISTORY
 pipeline BOOTSTRAP SOURCE OUTPUT GROUP TXN_ID HISTORY
     consume-transform-produce: reads SOURCE (read_committed), writes each record's key to OUTPUT
     in a transaction with the consumed offsets (sendOffsetsToTransaction); a worker process that
-    exits on any error and is started again, resuming from the committed offsets (its
-    transactional id fences the worker before it)
+    exits on any error (or after STUCK_S s without progress: a ``stuck`` event) and is started
+    again, resuming from the committed offsets (its transactional id fences the worker before it)
 
 One-shot commands print one JSON document:
 
@@ -27,12 +27,14 @@ whois BOOTSTRAP TOPIC GROUP        {"controller": id, "leaders": {partition: [le
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Any, TextIO
 
@@ -43,6 +45,7 @@ from tests.cluster.helpers import records_to_end
 from tests.cluster_process import QUIET
 
 STOP = False
+STUCK_S = 90  # a pipeline worker making no progress this long is restarted
 
 
 def _stop(*_: object) -> None:
@@ -184,6 +187,20 @@ def pipeline_once(bootstrap: str, source: str, output: str, group: str, txn_id: 
     group membership to expire and its transaction to be fenced by the next worker's
     init_transactions (the same transactional id)."""
     history = History(path)
+    progress = [time.monotonic()]
+
+    def watchdog() -> None:
+        """librdkafka calls can block past their timeouts (seen: a consumer's assignment() for
+        minutes after a coordinator moved): record it, with the stack, and exit to be restarted."""
+        while time.monotonic() - progress[0] < STUCK_S:
+            time.sleep(1)
+        stuck = History(path)
+        stuck.add(k="stuck", w=txn_id, t=time.time())
+        stuck.close()
+        faulthandler.dump_traceback()
+        os._exit(3)
+
+    threading.Thread(target=watchdog, daemon=True).start()
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -208,6 +225,7 @@ def pipeline_once(bootstrap: str, source: str, output: str, group: str, txn_id: 
         producer.init_transactions(60)
         consumer.subscribe([source])
         while not STOP:
+            progress[0] = time.monotonic()
             msgs = [m for m in consumer.consume(500, 0.5) if m.error() is None]
             if not msgs:
                 continue
