@@ -87,8 +87,12 @@ test-cluster: $(TEST_STAMP) zookeeper-tools
 	$(BIN)/python -m pytest -q -m cluster tests/cluster
 
 # ZooKeeper, three brokers and the test clients in network namespaces, partitioned with iptables (root).
+# Includes the nemesis run (tests/faults/test_nemesis.py) for the seeds in FAULT_SEEDS.
+FAULT_SEEDS ?= 1 2
 test-faults: $(TEST_STAMP) zookeeper-tools fault-tools
-	$(BIN)/python -m pytest -q -m "faults and not nemesis" tests/faults
+	rm -rf build/faults
+	FAULT_SEEDS="$(FAULT_SEEDS)" FAULT_REPORT_DIR=build/faults $(BIN)/python -m pytest -q -m faults \
+		tests/faults; status=$$?; $(BIN)/python -m tests.faults.summary build/faults; exit $$status
 
 # The Jepsen-style nemesis run (about 3 minutes a seed): make soak-faults SEEDS="1 2 3"
 SEEDS ?= 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20

@@ -113,3 +113,28 @@ def test_load_skips_a_torn_last_line(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
     path.write_text(json.dumps(ack("a", 0, 0, 0)) + '\n{"k": "ack", "w"')
     assert history.load([path]) == [ack("a", 0, 0, 0)]
+
+
+def test_a_record_resent_under_a_new_producer_epoch_is_counted_apart_from_broker_duplicates() -> None:
+    """librdkafka re-sends possibly written records after bumping its epoch (its issue 4953):
+    same producer id, a new epoch. The same epoch twice would be the broker failing to dedupe."""
+    log = {0: [(0, "a:0"), (1, "a:1"), (2, "a:0"), (3, "a:2"), (4, "a:2")]}
+    writers = {(0, 0): (7, 0), (0, 1): (7, 0), (0, 2): (7, 1), (0, 3): (7, 1), (0, 4): (7, 1)}
+    report = history.Report()
+    history.check_produced(report, [], log, writers)
+    assert report.resent_after_epoch_bump == ["a:0 at [(0, 0), (0, 2)] by [(7, 0), (7, 1)]"]
+    # a:0's second copy is not out of order either: it is the client's, not the broker's
+    assert report.problems() == {
+        "duplicated": ["a:2 at [(0, 3), (0, 4)]"],
+        "out_of_order": ["a:2 at 0/4 after a:2 at 3"],
+    }
+    assert report.counts()["resent_after_epoch_bump"] == 1
+
+
+def test_the_pipeline_copies_a_resent_record_as_often_as_the_source_holds_it() -> None:
+    source = {0: [(0, "a:0"), (1, "a:0")]}
+    report = history.Report()
+    history.check_pipeline(report, source, {0: [(0, "a:0"), (1, "a:0")]})
+    assert report.problems() == {}
+    history.check_pipeline(report, source, {0: [(0, "a:0")]})
+    assert report.problems() == {"pipeline_missing": ["a:0"]}
