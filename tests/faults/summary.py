@@ -19,13 +19,19 @@ def main(directory: str) -> int:
         print(f"no seed-*.json in {directory}")
         return 1
     reports.sort(key=lambda r: r["seed"])
-    print("seed  acked     read  commits  problems")
+    print("seed  acked     read  commits  resent¹  problems")
     for r in reports:
         c = r["counts"]
-        problems = {k: v for k, v in c.items() if k not in ("acked", "read", "commits")}
+        problems = {
+            k: v for k, v in c.items() if k not in ("acked", "read", "commits", "resent_after_epoch_bump")
+        }
         if r["blocked_after_healing"]:
             problems["blocked"] = len(r["blocked_after_healing"])
-        print(f"{r['seed']:>4} {c['acked']:>6} {c['read']:>8} {c['commits']:>8}  {problems or 'none'}")
+        resent = c.get("resent_after_epoch_bump", 0)
+        print(
+            f"{r['seed']:>4} {c['acked']:>6} {c['read']:>8} {c['commits']:>8} {resent:>8}  {problems or 'none'}"
+        )
+    print("¹ records librdkafka re-sent under a new producer epoch (librdkafka issue 4953), not the broker's")
     kinds = sorted({k for r in reports for k in r["availability_s"]})
     print(
         f"\nlongest window without an acknowledged produce (s; session timeout {reports[0]['session_timeout_s']} s)"
