@@ -16,11 +16,11 @@ The final state is read after every fault is healed: each topic's records as ``{
 [(offset, key), ...]}``, each group's committed offsets, and each replica's batches
 (``(base offset, last offset, leader epoch, CRC)``).
 
-`check` returns a `Report`; `Report.problems()` is empty when the run kept every promise:
-nothing acknowledged lost or moved, nothing duplicated, each producer's records in order within
-a partition, no commit gone backwards, no record read that the final log does not hold there,
-replicas identical below the smallest log end, and every input record of the transactional
-pipeline exactly once in its read_committed output.
+The ``check_*`` functions fill a `Report`; `Report.problems()` is empty when the run kept every
+promise: nothing acknowledged lost or moved, nothing duplicated, each producer's records in order
+within a partition, no commit gone backwards, no record read that the final log does not hold
+there, replicas identical below the smallest log end, and every input record of the
+transactional pipeline exactly once in its read_committed output.
 """
 
 from __future__ import annotations

@@ -36,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -269,10 +270,15 @@ def dump(bootstrap: str, topic: str, isolation: str) -> dict[int, list[tuple[int
     return out
 
 
+def _committed(consumer: Consumer, topic: str) -> list[TopicPartition]:
+    """The committed offset of each of ``topic``'s partitions for ``consumer``'s group."""
+    partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+    return consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=30)
+
+
 def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "logger": QUIET, "group.id": group})
-    partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
-    done = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=30)
+    done = _committed(consumer, topic)
     consumer.close()
     return {tp.partition: tp.offset for tp in done}
 
@@ -286,10 +292,8 @@ def lag(bootstrap: str, group: str, topic: str) -> int:
             "isolation.level": "read_committed",
         }
     )
-    partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
-    done = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=30)
     total = 0
-    for tp in done:
+    for tp in _committed(consumer, topic):
         _, high = consumer.get_watermark_offsets(TopicPartition(topic, tp.partition), timeout=30)
         total += high - max(tp.offset, 0)
     consumer.close()
@@ -309,26 +313,24 @@ def whois(bootstrap: str, topic: str, group: str) -> dict[str, Any]:
     return {"controller": md.controller_id, "leaders": leaders, "coordinator": coordinator}
 
 
+COMMANDS: dict[str, Callable[..., object]] = {
+    "produce": produce,
+    "consume": consume,
+    "pipeline": pipeline,
+    "pipeline-once": pipeline_once,
+    "dump": dump,
+    "committed": committed,
+    "lag": lag,
+    "whois": whois,
+}
+
+
 def main(argv: list[str]) -> object:
     signal.signal(signal.SIGTERM, _stop)
     cmd, *args = argv
-    if cmd == "produce":
-        return produce(*args)
-    if cmd == "consume":
-        return consume(*args)
-    if cmd == "pipeline":
-        return pipeline(*args)
-    if cmd == "pipeline-once":
-        return pipeline_once(*args)
-    if cmd == "dump":
-        return dump(*args)
-    if cmd == "committed":
-        return committed(*args)
-    if cmd == "lag":
-        return lag(*args)
-    if cmd == "whois":
-        return whois(*args)
-    raise SystemExit(f"unknown command {cmd!r}")
+    if cmd not in COMMANDS:
+        raise SystemExit(f"unknown command {cmd!r}")
+    return COMMANDS[cmd](*args)
 
 
 if __name__ == "__main__":
