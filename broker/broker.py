@@ -122,6 +122,7 @@ class Broker:
             self.producer_ids = ProducerIdAllocator(self.data_dir)
         else:
             from broker.cluster.zk.cluster import ZkCluster
+            from broker.cluster.zk.elections import LeaderBalance
 
             self.cluster = ZkCluster(
                 session,
@@ -133,7 +134,12 @@ class Broker:
                 offsets_replication_factor=int(config["offsets.topic.replication.factor"]),
                 offsets_configs=offsets_topic_configs(config),
                 replica_lag_ms=int(config["replica.lag.time.max.ms"]),
-                auto_leader_rebalance=bool(config["auto.leader.rebalance.enable"]),
+                balance=LeaderBalance(
+                    auto_rebalance=bool(config["auto.leader.rebalance.enable"]),
+                    check_interval_s=float(config["leader.imbalance.check.interval.seconds"]),
+                    imbalance_percentage=int(config["leader.imbalance.per.broker.percentage"]),
+                    unclean=bool(config["unclean.leader.election.enable"]),
+                ),
                 inter_broker_listener=config.inter_broker_listener,
             )
             self.admin = self.cluster.admin

@@ -55,6 +55,20 @@ def _int(v: str) -> int:
     return int(v.strip())
 
 
+def _positive_int(v: str) -> int:
+    n = int(v.strip())
+    if n < 1:
+        raise ValueError("expected a whole number of at least 1")
+    return n
+
+
+def _percentage(v: str) -> int:
+    n = int(v.strip())
+    if not 0 <= n <= 100:
+        raise ValueError("expected a percentage between 0 and 100")
+    return n
+
+
 def _str(v: str) -> str:
     return v.strip()
 
@@ -269,7 +283,24 @@ KEYS: dict[str, Key] = {
         Key("min.insync.replicas", _int, 1, "in-sync replicas an acks=all write needs"),
         Key("offsets.topic.replication.factor", _int, 3, "replicas of __consumer_offsets (cluster mode)"),
         Key("auto.leader.rebalance.enable", _bool, True, "move leadership back to preferred replicas"),
-        Key("unclean.leader.election.enable", _bool, False, "elect out-of-sync replicas (never done here)"),
+        Key(
+            "leader.imbalance.check.interval.seconds",
+            _positive_int,
+            300,
+            "how often the controller checks the leader imbalance",
+        ),
+        Key(
+            "leader.imbalance.per.broker.percentage",
+            _percentage,
+            10,
+            "share of a broker's preferred leaderships held elsewhere that triggers moving them back",
+        ),
+        Key(
+            "unclean.leader.election.enable",
+            _bool,
+            False,
+            "elect an out-of-sync replica when no in-sync one is alive (loses records)",
+        ),
         Key("transaction.state.log.num.partitions", _int, 50, "partitions of __transaction_state"),
         Key(
             "transaction.state.log.replication.factor",

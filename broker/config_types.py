@@ -48,7 +48,10 @@ TOPIC_CONFIG_TYPES: dict[str, tuple[int, str]] = {
     "preallocate": (BOOLEAN, "Preallocate segment files (accepted, not used)."),
     "remote.storage.enable": (BOOLEAN, "Tiered storage (accepted, not used)."),
     "segment.jitter.ms": (LONG, "Random jitter on segment.ms (accepted, not used)."),
-    "unclean.leader.election.enable": (BOOLEAN, "Elect out-of-sync replicas (accepted, not used)."),
+    "unclean.leader.election.enable": (
+        BOOLEAN,
+        "Elect an out-of-sync replica when no in-sync one is alive (loses records).",
+    ),
 }
 
 

@@ -19,6 +19,7 @@ names; the calls live in mixins, one module per API family:
 - `client.admin_configs`: DescribeConfigs, (Incremental)AlterConfigs (`ConfigEntry`, `TOPIC`, `BROKER`);
 - `client.admin_groups`: consumer groups, their offsets and lag (`GroupDescription`, `PartitionLag`);
 - `client.admin_cluster`: DescribeCluster, DescribeLogDirs, many groups' offsets;
+- `client.admin_leaders`: ElectLeaders;
 - `client.admin_transactions`, `client.admin_users`, `client.admin_acls`,
   `client.admin_quotas`: transactions, SCRAM users, ACLs, client quotas.
 
@@ -39,6 +40,7 @@ from client.admin_acls import AclAdmin
 from client.admin_cluster import ClusterAdmin
 from client.admin_configs import BROKER, CONFIG_SOURCES, TOPIC, ConfigAdmin, ConfigEntry
 from client.admin_groups import GroupAdmin, GroupDescription, MemberDescription, PartitionLag
+from client.admin_leaders import LeaderAdmin
 from client.admin_quotas import QuotaAdmin
 from client.admin_topics import NewTopic, TopicAdmin
 from client.admin_transactions import TransactionAdmin
@@ -66,7 +68,15 @@ _T = TypeVar("_T")
 
 
 class AIOAdminClient(
-    TopicAdmin, ConfigAdmin, GroupAdmin, ClusterAdmin, TransactionAdmin, UserAdmin, AclAdmin, QuotaAdmin
+    TopicAdmin,
+    ConfigAdmin,
+    GroupAdmin,
+    ClusterAdmin,
+    TransactionAdmin,
+    UserAdmin,
+    AclAdmin,
+    QuotaAdmin,
+    LeaderAdmin,
 ):
     """Asyncio admin client; ``await start()`` (or ``async with``) first.
 
@@ -81,6 +91,7 @@ class AIOAdminClient(
     ACLs: `create_acls`, `describe_acls`, `delete_acls` (`client.admin_acls`).
     Cluster: `describe_cluster`, `describe_log_dirs`, `describe_log_dirs_by_broker`,
     `list_consumer_groups_offsets` (many groups' offsets in few requests) (`client.admin_cluster`).
+    Leaders: `elect_leaders` (`client.admin_leaders`).
     Offset resets (planning, executing): `client.offset_reset`, on either client.
     """
 

@@ -41,6 +41,7 @@ API_KEYS: dict[int, tuple[str, str, int, int, int | None]] = {
     36: ("SaslAuthenticate", "sasl_authenticate", 0, 2, 2),
     37: ("CreatePartitions", "create_partitions", 0, 3, 2),
     42: ("DeleteGroups", "delete_groups", 0, 2, 2),
+    43: ("ElectLeaders", "elect_leaders", 0, 2, 2),
     44: ("IncrementalAlterConfigs", "incremental_alter_configs", 0, 1, 1),
     47: ("OffsetDelete", "offset_delete", 0, 0, None),
     48: ("DescribeClientQuotas", "describe_client_quotas", 0, 1, 1),

@@ -61,6 +61,7 @@ APIS = (
     "SaslAuthenticate",
     "CreatePartitions",
     "DeleteGroups",
+    "ElectLeaders",
     "IncrementalAlterConfigs",
     "OffsetDelete",
     "DescribeCluster",

@@ -66,6 +66,21 @@ class LocalCluster:
     def controller_id(self) -> int:
         return self.node.node_id
 
+    async def elect_leaders(
+        self, election_type: int, partitions: list[tuple[str, int]] | None, timeout_s: float
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """Every partition is led by its only replica, the preferred one: nothing to elect."""
+        if partitions is None:
+            partitions = [(t.name, p.index) for t in self.topics().values() for p in t.partitions]
+        out: dict[tuple[str, int], tuple[int, str | None]] = {}
+        for topic, index in partitions:
+            state = self.topic(topic)
+            if state is None or not 0 <= index < len(state.partitions):
+                out[(topic, index)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+            else:
+                out[(topic, index)] = (ErrorCode.ELECTION_NOT_NEEDED, None)
+        return out
+
     def brokers(self) -> list[BrokerNode]:
         return [self.node]
 

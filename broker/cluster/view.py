@@ -88,6 +88,13 @@ class ClusterView(Protocol):
         """The name of the topic with this ID; None if no topic has it (deleted, or never was)."""
         ...
 
+    async def elect_leaders(
+        self, election_type: int, partitions: list[tuple[str, int]] | None, timeout_s: float
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """ElectLeaders: {(topic, partition): (error code, message)} for ``partitions`` (None: all),
+        ``election_type`` 0 = PREFERRED, 1 = UNCLEAN (broker/cluster/zk/elections.py has the rules)."""
+        ...
+
 
 class TopicAdmin(Protocol):
     def create_topic(

@@ -25,6 +25,7 @@ from broker.handlers import (  # noqa: F401
     describe_producers,
     describe_transactions,
     describe_user_scram_credentials,
+    elect_leaders,
     end_txn,
     fetch,
     find_coordinator,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import ElectionType, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -156,3 +156,17 @@ def test_kafka_python_removes_a_static_member_and_offset_delete_spares_consumed_
         consumer.close(autocommit=False)
         admin.close()
     assert "ops" in broker.log()
+
+
+def test_confluent_elect_leaders_on_a_single_broker(broker: BrokerProcess) -> None:
+    """One replica per partition is always its preferred leader: nothing to elect, unknown ones named."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("el", 2, 1)])["el"].result(15)
+    every = admin.elect_leaders(ElectionType.PREFERRED, None).result(15)
+    assert {(tp.topic, tp.partition) for tp in every} >= {("el", 0), ("el", 1)}
+    assert all("ELECTION_NOT_NEEDED" in str(e) for e in every.values()), every
+    asked = [CTopicPartition("el", 1), CTopicPartition("el", 7)]
+    out = {
+        tp.partition: str(e) for tp, e in admin.elect_leaders(ElectionType.UNCLEAN, asked).result(15).items()
+    }
+    assert "ELECTION_NOT_NEEDED" in out[1] and "UNKNOWN_TOPIC_OR_PART" in out[7], out

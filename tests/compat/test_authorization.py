@@ -787,3 +787,19 @@ def test_scram_credentials_need_cluster_alter_and_describe(secured: Secured) -> 
         assert c.request(50, 0, {"users": None}).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     with secured.raw("admin") as c:  # a super user
         assert c.request(50, 0, {"users": []}).error_code == 0
+
+
+def test_elect_leaders_needs_cluster_alter(secured: Secured) -> None:
+    body = {
+        "election_type": 0,
+        "topic_partitions": [{"topic": "t-public", "partitions": [0]}],
+        "timeout_ms": 5000,
+    }
+    for user, top, code in (
+        ("bob", ErrorCode.CLUSTER_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED),
+        ("admin", ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED),
+    ):
+        with secured.raw(user) as c:
+            r = c.request(43, 2, body)
+        assert r.error_code == top, user
+        assert r.replica_election_results[0].partition_result[0].error_code == code, user

@@ -25,10 +25,10 @@ def _snap(
     return snap
 
 
-def _plan(snap: Snapshot, preferred: bool = False) -> dict[int, tuple[int, int, tuple[int, ...], int]]:
+def _plan(snap: Snapshot, unclean: bool = False) -> dict[int, tuple[int, int, tuple[int, ...], int]]:
     return {
         w.tp[1]: (w.state.leader, w.state.leader_epoch, w.state.isr, w.expected_version)
-        for w in plan_state_writes(snap, 7, preferred=preferred)
+        for w in plan_state_writes(snap, 7, unclean=lambda topic: unclean)
     }
 
 
@@ -63,12 +63,19 @@ def test_a_restarted_leader_gets_a_new_epoch_before_it_may_lead() -> None:
     assert _plan(snap) == {0: (1, 3, (1, 2), 4)}
 
 
-def test_preferred_leader_election_only_when_enabled_and_in_sync() -> None:
+def test_leadership_does_not_move_back_to_the_preferred_replica_by_itself() -> None:
     snap = _snap([1, 2], {0: [1, 2]}, {0: LeaderAndIsr(2, 2, (2, 1), 1)})
-    assert _plan(snap) == {}
-    assert _plan(snap, preferred=True) == {0: (1, 3, (2, 1), 4)}
-    out_of_sync = _snap([1, 2], {0: [1, 2]}, {0: LeaderAndIsr(2, 2, (2,), 1)})
-    assert _plan(out_of_sync, preferred=True) == {}
+    assert _plan(snap) == {}  # that is an election of its own (test_zk_elections.py)
+
+
+def test_unclean_election_picks_the_first_live_replica_only_when_allowed() -> None:
+    snap = _snap([3, 2], {0: [1, 3, 2]}, {0: LeaderAndIsr(1, 2, (1,), 1)})
+    assert _plan(snap) == {0: (-1, 3, (1,), 4)}
+    assert _plan(snap, unclean=True) == {0: (3, 3, (3,), 4)}
+    in_sync_alive = _snap([3, 2], {0: [1, 3, 2]}, {0: LeaderAndIsr(1, 2, (1, 2), 1)})
+    assert _plan(in_sync_alive, unclean=True) == {0: (2, 3, (2,), 4)}  # an in-sync replica first
+    offline = _snap([2], {0: [1, 3, 2]}, {0: LeaderAndIsr(-1, 3, (1,), 1)})
+    assert _plan(offline, unclean=True) == {0: (2, 4, (2,), 4)}
 
 
 def test_topics_being_deleted_are_left_alone() -> None:

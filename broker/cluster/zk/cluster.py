@@ -26,6 +26,10 @@ What it does, all on the event loop (ZooKeeper calls in worker threads):
   write in a transaction that checks the controller epoch's version, gives
   an ID to any topic without one (written by a Kafka before 2.8), runs
   topic deletions and creates ``__consumer_offsets`` once enough brokers live.
+  It also runs the leader elections asked for (`elect_leaders`, through
+  `election_queue.ElectionQueue`) and, with ``auto.leader.rebalance.enable``,
+  checks the leader imbalance 5 s after taking over and then every
+  ``leader.imbalance.check.interval.seconds`` (`elections.py`).
 - ``admin`` (`admin.ZkAdmin`) is its `TopicAdmin`.
 """
 
@@ -45,11 +49,13 @@ from broker.cluster.view import BrokerNode, PartitionState, TopicState
 from broker.cluster.zk import znodes
 from broker.cluster.zk.admin import ZkAdmin
 from broker.cluster.zk.controller import plan_state_writes
+from broker.cluster.zk.election_queue import Answer, ElectionQueue
+from broker.cluster.zk.elections import FIRST_CHECK_S, PREFERRED, LeaderBalance, elect, imbalanced_partitions
 from broker.cluster.zk.session import ZkSession
-from broker.cluster.zk.snapshot import Snapshot, read_snapshot
+from broker.cluster.zk.snapshot import Snapshot, TopicPartition, read_snapshot
 from broker.replica import Partition, ReplicaManager
 from broker.replica.fetcher import FetcherManager
-from protocol.errors import KafkaError
+from protocol.errors import ErrorCode, KafkaError
 from storage import topic_ids
 from storage.errors import KafkaStorageError
 
@@ -76,7 +82,7 @@ class ZkCluster:
         offsets_replication_factor: int,
         offsets_configs: dict[str, str],
         replica_lag_ms: int,
-        auto_leader_rebalance: bool,
+        balance: LeaderBalance,
         inter_broker_listener: str,
     ) -> None:
         self.session = session
@@ -86,7 +92,10 @@ class ZkCluster:
         self._cluster_id = cluster_id
         self._offsets = (offsets_partitions, offsets_replication_factor, offsets_configs)
         self._lag_ms = replica_lag_ms
-        self._preferred = auto_leader_rebalance
+        self._balance = balance
+        self._elections = ElectionQueue()
+        self._imbalance_due = False  # the controller checks the leader imbalance on its next snapshot
+        self._imbalance_timer: asyncio.TimerHandle | None = None
         self._listener = inter_broker_listener  # the one followers fetch from leaders on
         self.topic_deleted: list[Callable[[str], None]] = []
         self.leadership_changed: list[Callable[[str, int, bool], None]] = []  # (topic, partition, now leads)
@@ -148,6 +157,8 @@ class ZkCluster:
     async def stop(self) -> None:
         self._stopping = True
         self._dirty.set()
+        if self._imbalance_timer is not None:
+            self._imbalance_timer.cancel()
         for task in self._tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -217,6 +228,8 @@ class ZkCluster:
                 continue
         self._controller_epoch, self._controller_epoch_version = epoch, stat.version
         log.info("broker %d is the controller (epoch %d)", self.node.node_id, epoch)
+        if self._balance.auto_rebalance:
+            self._schedule_imbalance_check(FIRST_CHECK_S)
 
     # -- following the metadata ---------------------------------------------------------------------
     async def _refresh_loop(self) -> None:
@@ -253,6 +266,8 @@ class ZkCluster:
             self._dirty.set()
         else:
             self._controller_epoch = -1
+            self._imbalance_due = False
+            self._elections.fail_all(ErrorCode.NOT_CONTROLLER, "this broker is no longer the controller")
         self._apply(snap)
 
     def _apply(self, snap: Snapshot) -> None:
@@ -409,7 +424,26 @@ class ZkCluster:
             with contextlib.suppress(KafkaError):
                 self.admin.create(OFFSETS_TOPIC, n, configs, rf, None, sorted(snap.brokers))
                 wrote = True
-        writes = plan_state_writes(snap, self._controller_epoch, preferred=self._preferred)
+        writes = plan_state_writes(snap, self._controller_epoch, unclean=self._unclean)
+        written = {w.tp for w in writes}
+        if self._imbalance_due:
+            self._imbalance_due = False
+            moves = [
+                tp
+                for tp in imbalanced_partitions(snap, self._balance.imbalance_percentage)
+                if tp not in written
+            ]
+            if moves:
+                log.info(
+                    "controller: leader imbalance: moving %d partitions to their preferred leaders",
+                    len(moves),
+                )
+            for tp in moves:
+                outcome = elect(snap, tp, PREFERRED, self._controller_epoch)
+                if outcome.write is not None:
+                    writes.append(outcome.write)
+                    written.add(tp)
+        writes += self._elections.plan(snap, self._controller_epoch, written)
         for w in writes:
             topic, index = w.tp
             txn = self._fenced_transaction()
@@ -422,6 +456,7 @@ class ZkCluster:
             if not await self._commit(txn):
                 log.debug("controller write for %s-%d lost a race", topic, index)
             else:
+                self._elections.landed(w.tp)
                 log.info(
                     "controller: %s-%d leader %d epoch %d ISR %s",
                     topic,
@@ -432,6 +467,42 @@ class ZkCluster:
                 )
             wrote = True
         return wrote
+
+    def _unclean(self, topic: str) -> bool:
+        """Whether ``topic`` allows unclean leader election (its config, else the broker's)."""
+        value = self._snap.configs.get(topic, {}).get("unclean.leader.election.enable")
+        return self._balance.unclean if value is None else value.strip().lower() == "true"
+
+    def _schedule_imbalance_check(self, delay_s: float) -> None:
+        if self._imbalance_timer is not None:
+            self._imbalance_timer.cancel()
+        self._imbalance_timer = asyncio.get_running_loop().call_later(delay_s, self._imbalance_check_due)
+
+    def _imbalance_check_due(self) -> None:
+        if self._stopping:
+            return
+        self._imbalance_due = self._controller_epoch != -1
+        self._dirty.set()
+        self._schedule_imbalance_check(self._balance.check_interval_s)
+
+    async def elect_leaders(
+        self, election_type: int, partitions: list[TopicPartition] | None, timeout_s: float
+    ) -> dict[TopicPartition, Answer]:
+        """Elect the leaders of ``partitions`` (None: all) as ElectLeaders asks; only the controller does.
+
+        Answers per partition as `elections.elect` and `election_queue.ElectionQueue` describe;
+        NOT_CONTROLLER for every one when this broker is not the controller.
+        """
+        if not self.is_controller:
+            tps = partitions if partitions is not None else sorted(self._snap.states)
+            return {tp: (ErrorCode.NOT_CONTROLLER, "this broker is not the controller") for tp in tps}
+        request = self._elections.add(election_type, partitions)
+        self._dirty.set()
+        return await self._elections.wait(request, timeout_s)
+
+    @property
+    def is_controller(self) -> bool:
+        return self._snap.controller == self.node.node_id and self._controller_epoch != -1
 
     def _fenced_transaction(self) -> TransactionRequest:
         """A transaction that applies only while our controller epoch is the current one."""

@@ -1,27 +1,29 @@
 """The controller's decisions, as a pure function of a metadata snapshot (the writes are the caller's).
 
-Kafka's ZK-mode rules, unclean leader election off:
+Kafka's ZK-mode rules:
 
 - A partition with no state yet (a new topic): leader = the first live replica
   in assignment order, ISR = the live replicas, leader epoch 0. No live
   replica: it waits.
 - A live leader whose ISR holds dead followers: they leave the ISR (epoch + 1).
 - A dead leader (or none, -1): the first replica in assignment order that is
-  alive and in the ISR leads (epoch + 1), ISR = its live members. None: the
-  partition goes offline (leader -1, epoch + 1) keeping its ISR, since the
-  last in-sync replica is never removed; it comes back when one of them does.
+  alive and in the ISR leads (epoch + 1), ISR = its live members. None: with
+  ``unclean.leader.election.enable`` (the topic's, else the broker's) the
+  first live replica leads with an ISR of itself; otherwise the partition goes
+  offline (leader -1, epoch + 1) keeping its ISR, since the last in-sync
+  replica is never removed; it comes back when one of them does.
 - A live leader that registered after the state was written (its registration
   zxid is newer than the state's last write: it restarted) is re-elected with
   epoch + 1 before it may lead, so a restarted broker never resumes a
   leadership whose log it may have lost.
-- Preferred leader election (``auto.leader.rebalance.enable``): a partition
-  whose first assigned replica is alive, in the ISR and not leading moves its
-  leadership there (epoch + 1).
+- Leadership never moves back to the preferred replica here: that is an
+  election of its own (elections.py), asked for or due to leader imbalance.
 - Topics marked for deletion get no state changes; `deletions` lists them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.cluster.zk.snapshot import Snapshot, TopicPartition
@@ -37,7 +39,11 @@ class StateWrite:
     expected_version: int
 
 
-def plan_state_writes(snap: Snapshot, controller_epoch: int, *, preferred: bool) -> list[StateWrite]:
+def plan_state_writes(
+    snap: Snapshot, controller_epoch: int, *, unclean: Callable[[str], bool] = lambda topic: False
+) -> list[StateWrite]:
+    """The state writes the cluster needs now; ``unclean(topic)``: whether the topic allows unclean
+    leader election."""
     live = set(snap.brokers)
     writes: list[StateWrite] = []
     deleting = set(snap.deleting)
@@ -55,7 +61,7 @@ def plan_state_writes(snap: Snapshot, controller_epoch: int, *, preferred: bool)
                     )
                 continue
             state = record.state
-            new = _next_state(state, replicas, live, snap, record.mzxid, preferred)
+            new = _next_state(state, replicas, live, snap, record.mzxid, unclean(topic))
             if new is not None:
                 writes.append(
                     StateWrite(
@@ -68,7 +74,7 @@ def plan_state_writes(snap: Snapshot, controller_epoch: int, *, preferred: bool)
 
 
 def _next_state(
-    state: LeaderAndIsr, replicas: list[int], live: set[int], snap: Snapshot, mzxid: int, preferred: bool
+    state: LeaderAndIsr, replicas: list[int], live: set[int], snap: Snapshot, mzxid: int, unclean: bool
 ) -> tuple[int, tuple[int, ...]] | None:
     """(leader, ISR) the partition should move to, or None if it is fine as it is."""
     live_isr = tuple(r for r in state.isr if r in live)
@@ -77,15 +83,28 @@ def _next_state(
             return state.leader, live_isr
         if snap.broker_czxid.get(state.leader, -1) > mzxid:
             return state.leader, state.isr  # the leader restarted since: a new epoch before it leads
-        first = replicas[0] if replicas else -1
-        if preferred and first != state.leader and first in live and first in state.isr:
-            return first, state.isr
         return None
-    candidates = [r for r in replicas if r in live_isr]
-    if candidates:
-        return candidates[0], live_isr
+    picked = offline_election(state, replicas, live, unclean)
+    if picked is not None:
+        return picked
     if state.leader != -1:
         return -1, state.isr
+    return None
+
+
+def offline_election(
+    state: LeaderAndIsr, replicas: list[int], live: set[int], unclean: bool
+) -> tuple[int, tuple[int, ...]] | None:
+    """(leader, ISR) for a partition without a live leader, or None: the first live ISR member in
+    assignment order with the live ISR; else, ``unclean``, the first live replica with an ISR of itself."""
+    live_isr = tuple(r for r in state.isr if r in live)
+    for r in replicas:
+        if r in live_isr:
+            return r, live_isr
+    if unclean:
+        for r in replicas:
+            if r in live:
+                return r, (r,)
     return None
 
 
