@@ -20,7 +20,8 @@ In its ``connection_made`` (at accept, before a byte is read):
   else. The TLS protocol calls the connection's ``connection_made`` once the
   handshake is done: the connection moves from ``broker.handshaking`` to
   ``broker.connections`` without being admitted twice. A handshake that fails
-  or times out closes the socket and leaves ``broker.handshaking``.
+  sends OpenSSL's alert (`broker.security.tls_alerts`), closes the socket and
+  leaves ``broker.handshaking``, as one that times out does.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import uvloop
 import uvloop.loop
 
 from broker.connection import KafkaConnection, admission_refusal
+from broker.security.tls_alerts import sending_alerts_to
 
 if TYPE_CHECKING:
     from broker.broker import Broker
@@ -79,7 +81,8 @@ class TlsAccept(asyncio.Protocol):
         self.broker.handshaking.add(self)
         handshake.add_done_callback(self._handshake_done)
         transport.set_protocol(tls)  # type: ignore[attr-defined]
-        tls.connection_made(transport)
+        with sending_alerts_to(transport):  # a refused handshake's alert reaches the client
+            tls.connection_made(transport)
 
     def _handshake_done(self, handshake: asyncio.Future[None]) -> None:
         self.broker.handshaking.discard(self)

@@ -80,6 +80,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from broker.security.principal_mapping import SslPrincipalMapper, subject_dn
+from broker.security.tls_alerts import AlertingServerContext
 
 __all__ = ["ServerTls", "TlsSettings", "peer_principal"]
 
@@ -315,7 +316,7 @@ class ServerTls:
 
     def _load(self) -> _Stores:
         s = self.settings
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context = AlertingServerContext(ssl.PROTOCOL_TLS_SERVER)
         self._configure(context)
         chain, trusted = _load_stores(context, s)
         if not trusted and self._verify_mode != ssl.CERT_NONE:

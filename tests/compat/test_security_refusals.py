@@ -185,6 +185,33 @@ def test_mtls_refuses_untrusted_and_missing_certificates(sb: SecureBroker) -> No
     still_serves(sb)
 
 
+def _refusal_alert(port: int, ctx: ssl.SSLContext, version: ssl.TLSVersion) -> str:
+    """The error OpenSSL (Python's ssl) reports when the broker refuses this client's handshake."""
+    ctx.minimum_version = ctx.maximum_version = version
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        try:
+            with ctx.wrap_socket(raw, server_hostname="localhost") as tls:
+                tls.sendall(b"\0\0\0\0")  # TLS 1.3: the client's handshake is done before the server decides
+                tls.recv(1)
+        except (ssl.SSLError, OSError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+    return "no error"
+
+
+@pytest.mark.parametrize(
+    ("version", "alert"),
+    [(ssl.TLSVersion.TLSv1_3, "CERTIFICATE_REQUIRED"), (ssl.TLSVersion.TLSv1_2, "HANDSHAKE_FAILURE")],
+)
+def test_a_missing_client_certificate_gets_a_tls_alert(
+    sb: SecureBroker, version: ssl.TLSVersion, alert: str
+) -> None:
+    """As Kafka (and any TLS server): the handshake alert reaches the client before the connection
+    closes, so clients report an authentication failure (Java: SslAuthenticationException) at once
+    instead of retrying a connection that merely dropped."""
+    assert alert in _refusal_alert(sb.ssl, sb.client_context(), version)
+    still_serves(sb)
+
+
 async def _garbage_inside_tls(port: int, ctx: ssl.SSLContext, connections: int, seconds: float) -> int:
     rng = random.Random(7)
     deadline = time.monotonic() + seconds
