@@ -6,14 +6,15 @@ each member towards it incrementally (`broker.groups.reconciliation`): a
 partition changes hands only after its previous owner stopped reporting it.
 
 Contract (as `broker.groups.coordinator`): methods run to completion without
-awaiting; `heartbeat` calls its callback once, before returning. The records
-it writes to `__consumer_offsets` are appended (in order) before the answer
-but not waited for until fsynced: as in Kafka, whose coordinator answers once
-its log has the records, heartbeats do not pay a disk flush each (a
-rebalance takes three heartbeat rounds). Losing the last of them in a crash
-is safe: after the restart the members' epochs are ahead of the replayed
-ones, so they are fenced and rejoin; nobody ends up owning a partition twice.
-(Offset commits, which are data, still wait for the fsync.)
+awaiting; `heartbeat` calls its callback once: before returning when the
+heartbeat changed nothing that is stored, else once the records it appended
+to `__consumer_offsets` are stored as an offset commit is (on the in-sync
+replicas, `broker.groups.store`), as Kafka's coordinator runtime answers a
+write only once it is committed. A write that fails answers Kafka's mapping
+(`store_errors.group_store_error`: COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR)
+while the group keeps its new state; the member retries with its previous
+epoch, which the epoch checks below accept and answer with the assignment
+again, or, on another coordinator, is fenced and rejoins.
 
 Behaviour follows Kafka's GroupMetadataManager:
 
@@ -77,6 +78,7 @@ from broker.groups.consumer_records import (
 )
 from broker.groups.model import Group, GroupState
 from broker.groups.reconciliation import reconcile
+from broker.groups.store_errors import group_store_error
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -237,16 +239,18 @@ class ConsumerProtocol:
         except HeartbeatError as exc:
             callback(HeartbeatResult(exc.code, exc.message))
             return
-        if records:
-            self._co._log.append(self._co.partition_for(req.group_id), records, self._stored)
-        callback(result)
+        if not records:
+            callback(result)
+            return
 
-    @staticmethod
-    def _stored(code: ErrorCode) -> None:
-        if code != ErrorCode.NONE:
-            log.warning(
-                "consumer group records not stored (%s); members rejoin if the broker restarts", code.name
-            )
+        def stored(code: ErrorCode) -> None:
+            if code == ErrorCode.NONE:
+                callback(result)
+                return
+            log.warning("consumer group %s: records not stored (%s)", req.group_id, code.name)
+            callback(HeartbeatResult(group_store_error(code)))
+
+        self._co._log.append(self._co.partition_for(req.group_id), records, stored)
 
     def _group(self, group_id: str, create: bool, records: list[RecordKV]) -> Group:
         group = self._co._groups.get(group_id)

@@ -15,6 +15,9 @@ Version notes: v1 adds subscribed_topic_regex (a regular expression matched in
   full against the topic names, internal topics left out; an invalid one is
   INVALID_REGULAR_EXPRESSION) and has the client generate the member id
   (Kafka 4.0 made v1 stable).
+- A heartbeat that changes what is stored (a join, a new epoch or
+  assignment, a leave) is answered once its records are on the in-sync
+  replicas of ``__consumer_offsets``, as Kafka's coordinator runtime does.
 - Authorization (with an authorizer configured), as KafkaApis (Kafka 4,
   KAFKA-18813): READ on the group, else GROUP_AUTHORIZATION_FAILED; then, when
   the request lists subscribed topic names, DESCRIBE on every one of them,
@@ -26,6 +29,8 @@ Leaves out: throttling; Kafka matches regular expressions with RE2/J, here with
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from broker import registry
@@ -91,9 +96,26 @@ def handle(ctx: RequestContext, req: Any) -> Any:
             "assignment": assignment,
         }
 
-    answers: list[HeartbeatResult] = []  # the coordinator answers heartbeats before returning
-    ctx.broker.groups.consumer.heartbeat(beat, answers.append)
-    return respond(answers[0])
+    answers: list[HeartbeatResult] = []
+    stored: asyncio.Future[HeartbeatResult] | None = None
+
+    def answer(result: HeartbeatResult) -> None:
+        if stored is None:
+            answers.append(result)  # at once: nothing to store
+        elif not stored.done():
+            stored.set_result(result)
+
+    ctx.broker.groups.consumer.heartbeat(beat, answer)
+    if answers:
+        return respond(answers[0])
+    stored = asyncio.get_running_loop().create_future()
+    return _when_stored(stored, respond)
+
+
+async def _when_stored(
+    stored: asyncio.Future[HeartbeatResult], respond: Callable[[HeartbeatResult], dict[str, Any]]
+) -> dict[str, Any]:
+    return respond(await stored)
 
 
 registry.register(API_KEY, 0, 1, handle)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,56 @@ def test_a_coordinator_cut_off_from_its_followers_acknowledges_no_commit_it_coul
     # Never below the acknowledged 10. The unacknowledged 20 may have survived: a follower's fetch
     # parked on the coordinator can carry it off just before the pause takes hold (Kafka alike).
     assert _committed(port, "g") in (10, 20)
+
+
+def _join_848(port: int, group: str, timeout_s: float) -> tuple[int | None, float]:
+    """A KIP-848 join (ConsumerGroupHeartbeat v1, epoch 0) subscribing to "commits": its error code
+    (None if unanswered) and how long the answer took."""
+    body: dict[str, Any] = {
+        "group_id": group,
+        "member_id": str(uuid.uuid4()),
+        "member_epoch": 0,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout_ms": 30000,
+        "subscribed_topic_names": ["commits"],
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": [],
+    }
+    start = time.monotonic()
+    try:
+        with RawClient(port, timeout=timeout_s) as c:
+            code = int(c.request(68, 1, body).error_code)
+    except OSError:
+        code = None
+    return code, time.monotonic() - start
+
+
+def test_a_kip848_join_is_answered_only_once_its_records_are_replicated(
+    zk_cluster: tuple[Cluster, ZooKeeperProcess],
+) -> None:
+    """Kafka's coordinator runtime answers a heartbeat that wrote records once they are committed;
+    answered before, a coordinator that then loses leadership hands out assignments nobody stored."""
+    cluster, zk = zk_cluster
+    create_topic(cluster.bootstrap, "commits", 1, 3)
+    wait_for(lambda: _coordinator(cluster, "g848") > 0, 30, "a coordinator for g848")
+    coordinator = _coordinator(cluster, "g848")
+    port = cluster.brokers[coordinator].port
+    assert _join_848(port, "g848", 20)[0] == 0  # the coordinator is loaded and answers joins
+    others = [n for n in cluster.brokers if n != coordinator]
+
+    zk.pause()  # the ISR cannot shrink: the followers stay in it, unable to fetch
+    for n in others:
+        cluster.pause(n)
+    try:
+        code, took = _join_848(port, "g848", 15)
+    finally:
+        zk.resume()
+        for n in others:
+            cluster.resume(n)
+    assert code != 0, f"a join only the coordinator stored was answered OK after {took:.1f} s"
+    wait_for(lambda: _join_848(port, "g848", 20)[0] == 0, 60, "joins answered once the followers are back")
 
 
 def test_a_restarted_broker_answers_metadata_only_once_it_knows_the_cluster(
