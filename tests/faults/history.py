@@ -25,7 +25,9 @@ transactional pipeline exactly once in its read_committed output.
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -233,4 +235,61 @@ def availability(
     for f in faults:
         gap = max(longest_gap(ts, f["start"], f["healed"] + grace) for ts in times.values())
         out[f["kind"]] = round(max(out.get(f["kind"], 0.0), gap), 2)
+    return out
+
+
+# A controller's state write in a broker's log (text format): time, topic, partition, leader.
+_CONTROLLER_WRITE = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO minikafka\.cluster: controller: (.+)-(\d+) leader (-?\d+) "
+)
+BROKER_FAULTS = (
+    "kill-broker",
+    "kill-leader",
+    "kill-controller",
+    "kill-coordinator",
+    "pause-broker",
+    "isolate-broker",
+    "cut-from-zookeeper",
+)  # faults after which the controller must move the target's leaderships away
+
+
+def leader_writes(logs: Iterable[str], topic: str) -> list[tuple[float, int, int]]:
+    """(time, partition, leader) of every controller state write for ``topic`` in the brokers' logs, by time."""
+    out = []
+    for text in logs:
+        for line in text.splitlines():
+            m = _CONTROLLER_WRITE.match(line)
+            if m and m.group(2) == topic:
+                when = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                out.append((when, int(m.group(3)), int(m.group(4))))
+    return sorted(out)
+
+
+def failover(
+    writes: Sequence[tuple[float, int, int]], faults: Sequence[Mapping[str, Any]]
+) -> dict[str, float]:
+    """{fault kind: the longest time from the fault's start until the controller had written a new live
+    leader for every partition the target broker led}, the worst over the faults of that kind that took
+    leaderships away (`BROKER_FAULTS` whose target led something). What the broker side controls: the
+    ZooKeeper session timeout, the controller's reaction and its writes; clients then need a metadata
+    refresh, and librdkafka also waits for its requests in flight to the old leader."""
+    out: dict[str, float] = {}
+    for f in faults:
+        if f["kind"] not in BROKER_FAULTS or not f["target"].startswith("b"):
+            continue
+        target = int(f["target"][1:])
+        leader: dict[int, int] = {}
+        for when, partition, node in writes:
+            if when > f["start"]:
+                break
+            leader[partition] = node
+        led = {p for p, node in leader.items() if node == target}
+        if not led:
+            continue
+        moved: dict[int, float] = {}
+        for when, partition, node in writes:
+            if when > f["start"] and partition in led and partition not in moved and node not in (target, -1):
+                moved[partition] = when
+        took = max(moved.get(p, f["healed"]) for p in led) - f["start"]
+        out[f["kind"]] = round(max(out.get(f["kind"], 0.0), took), 2)
     return out

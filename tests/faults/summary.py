@@ -2,7 +2,8 @@
 
 Reads every ``seed-N.json`` that `tests.faults.test_nemesis` wrote to ``DIR`` (its
 ``FAULT_REPORT_DIR``): a line per seed with its counts and problems, then per fault kind the
-longest window without an acknowledged produce (worst and median over the seeds).
+longest window without an acknowledged produce and the controller's failover time (worst and
+median over the seeds).
 """
 
 from __future__ import annotations
@@ -34,12 +35,17 @@ def main(directory: str) -> int:
     print("¹ records librdkafka re-sent under a new producer epoch (librdkafka issue 4953), not the broker's")
     kinds = sorted({k for r in reports for k in r["availability_s"]})
     print(
-        f"\nlongest window without an acknowledged produce (s; session timeout {reports[0]['session_timeout_s']} s)"
+        f"\nper fault kind, in s (session timeout {reports[0]['session_timeout_s']} s), worst / median over the seeds:"
     )
-    print(f"{'fault kind':<26}{'worst':>7}{'median':>8}")
+    print("- no ack: the longest window in which some partition acknowledged no produce (what clients saw)")
+    print("- failover: from the fault until the controller had written a new leader for every partition")
+    print("  the target broker led (what the broker controls; '-' where the fault moves no leadership)")
+    print(f"{'fault kind':<26}{'no ack':>14}{'failover':>14}")
     for kind in kinds:
         gaps = [r["availability_s"][kind] for r in reports if kind in r["availability_s"]]
-        print(f"{kind:<26}{max(gaps):>7.1f}{statistics.median(gaps):>8.1f}")
+        moves = [r["failover_s"][kind] for r in reports if kind in r.get("failover_s", {})]
+        failover = f"{max(moves):>6.1f} / {statistics.median(moves):<5.1f}" if moves else f"{'-':>8}      "
+        print(f"{kind:<26}{max(gaps):>6.1f} / {statistics.median(gaps):<5.1f}{failover}")
     return 0
 
 

@@ -68,6 +68,12 @@ def _writers(cluster: FaultCluster, topic: str) -> dict[tuple[int, int], tuple[i
     return out
 
 
+def _broker_logs(cluster: FaultCluster) -> list[str]:
+    """Every broker's log (restarts append to it)."""
+    paths = [cluster.data(b).parent / f"{b}.log" for b in BROKERS]
+    return [path.read_text(errors="replace") for path in paths if path.exists()]
+
+
 def _identical(cluster: FaultCluster) -> bool:
     for by_broker in _replicas(cluster).values():
         logs = list(by_broker.values())
@@ -172,6 +178,9 @@ def test_nemesis_run_keeps_every_promise(seed: int, tmp_path: Path) -> None:
         "pipeline_restarts": sum(1 for e in events if e["k"] == "restart"),
         "pipeline_stuck": sum(1 for e in events if e["k"] == "stuck"),
         "availability_s": history.availability(events, nemesis.record(), grace=0.0),
+        "failover_s": history.failover(
+            history.leader_writes(_broker_logs(cluster), "events"), nemesis.record()
+        ),
         "session_timeout_s": SESSION_TIMEOUT_MS / 1000,
         "faults": nemesis.record(),
     }

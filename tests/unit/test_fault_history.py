@@ -138,3 +138,33 @@ def test_the_pipeline_copies_a_resent_record_as_often_as_the_source_holds_it() -
     assert report.problems() == {}
     history.check_pipeline(report, source, {0: [(0, "a:0")]})
     assert report.problems() == {"pipeline_missing": ["a:0"]}
+
+
+def test_failover_is_the_time_until_every_partition_the_target_led_has_a_new_leader() -> None:
+    def line(clock: str, partition: int, leader: int) -> str:
+        return f"2026-11-29 03:00:{clock} INFO minikafka.cluster: controller: events-{partition} leader {leader} epoch 1 ISR [1]"
+
+    logs = [
+        "\n".join([line("00,000", 0, 1), line("00,000", 1, 1), line("00,000", 2, 2), line("07,500", 0, -1)]),
+        "\n".join([line("08,000", 0, 3), line("09,000", 1, 2), line("09,500", 2, 3)]),
+        "2026-11-29 03:00:08,000 INFO minikafka.cluster: controller: other-1 leader 3 epoch 1 ISR [3]",
+    ]
+    writes = history.leader_writes(logs, "events")
+    assert [(p, leader) for _, p, leader in writes] == [
+        (0, 1),
+        (1, 1),
+        (2, 2),
+        (0, -1),
+        (0, 3),
+        (1, 2),
+        (2, 3),
+    ]
+    start = writes[0][0] + 2  # 03:00:02
+    faults = [
+        {"kind": "pause-broker", "target": "b1", "start": start, "healed": start + 10},  # led 0 and 1
+        {"kind": "kill-broker", "target": "b3", "start": start, "healed": start + 5},  # led nothing
+        {"kind": "asymmetric", "target": "b2", "start": start, "healed": start + 5},  # moves nothing
+    ]
+    assert history.failover(writes, faults) == {"pause-broker": 7.0}
+    never = [{"kind": "isolate-broker", "target": "b2", "start": start + 8, "healed": start + 9}]
+    assert history.failover(writes, never) == {"isolate-broker": 1.0}  # not moved before healing
