@@ -8,9 +8,12 @@
   replication factor (one broker has one replica).
 - `write` appends one record and returns once it is durable: fsynced by the
   group commit and, in a cluster, below the high watermark (acks=all), as
-  Kafka writes transaction state. It answers an error code: NONE,
+  Kafka writes transaction state, waiting the way group writes do
+  (`broker.groups.store`: through new leader epochs while this broker keeps
+  leading, up to ``WRITE_TIMEOUT_S``). It answers an error code: NONE,
   NOT_COORDINATOR (leadership moved), or KAFKA_STORAGE_ERROR /
-  NOT_ENOUGH_REPLICAS / REQUEST_TIMED_OUT.
+  NOT_ENOUGH_REPLICAS (fewer in-sync replicas than min.insync.replicas) /
+  REQUEST_TIMED_OUT.
 - `record` appends one record without waiting for it: it becomes durable with
   the next fsync of its log (the coordinator's next `write` there). For
   records whose loss a replay repairs (CompleteCommit / CompleteAbort: a
@@ -27,7 +30,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from broker.groups.store import BrokerOffsetsLog
-from protocol.errors import ErrorCode, KafkaError
+from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from broker.cluster import TopicAdmin
@@ -70,7 +73,7 @@ class TxnLog:
 
     def __init__(self, replicas: ReplicaManager, group_commit: GroupCommit, num_partitions: int) -> None:
         self._replicas = replicas
-        self._log = BrokerOffsetsLog(replicas, group_commit, num_partitions, TXN_TOPIC, timeout_s=None)
+        self._log = BrokerOffsetsLog(replicas, group_commit, num_partitions, TXN_TOPIC, timeout_s=WRITE_TIMEOUT_S)
 
     @property
     def num_partitions(self) -> int:
@@ -87,29 +90,12 @@ class TxnLog:
 
     async def write(self, partition: int, key: bytes, value: bytes | None) -> ErrorCode:
         loop = asyncio.get_running_loop()
-        synced: asyncio.Future[ErrorCode] = loop.create_future()
+        stored: asyncio.Future[ErrorCode] = loop.create_future()
 
         def done(code: ErrorCode) -> None:
-            if not synced.done():
-                synced.set_result(code)
+            if not stored.done():
+                stored.set_result(code)
 
-        try:
-            part = self._replicas.leader(TXN_TOPIC, partition)
-        except KafkaError:
-            return ErrorCode.NOT_COORDINATOR
-        epoch = part.leader_epoch
         self._log.append(partition, [(key, value)], done)
-        code = await synced
-        if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-            return ErrorCode.NOT_COORDINATOR
-        if code != ErrorCode.NONE:
-            return code
-        if len(part.replicas) > 1 or part.log.high_watermark < part.log.log_end_offset:
-            code = ErrorCode(
-                await self._replicas.wait_for_replication(part, part.log.log_end_offset, WRITE_TIMEOUT_S)
-            )
-            if code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
-                return ErrorCode.NOT_COORDINATOR
-        if not part.is_leader or part.leader_epoch != epoch:
-            return ErrorCode.NOT_COORDINATOR
-        return code
+        code = await stored
+        return ErrorCode.NOT_COORDINATOR if code == ErrorCode.NOT_LEADER_OR_FOLLOWER else code

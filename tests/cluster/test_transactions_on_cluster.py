@@ -301,3 +301,33 @@ def _stable_offset(c: RawClient, partition: int) -> int:
         "topics": [{"name": TOPIC, "partitions": [{"partition_index": partition, "timestamp": -1}]}],
     }
     return int(c.request(2, 2, body).topics[0].partitions[0].offset)
+
+
+def test_a_state_write_waits_through_an_isr_change_of_the_same_leader(tmp_path: Path) -> None:
+    """A follower of the coordinator's `__transaction_state` partition dies while a write waits for it:
+    the controller removes it from the ISR with a new leader epoch, the coordinator still leads, and
+    the write completes (Kafka: only a replica that stops leading fails the waiting writes)."""
+    with (
+        ZooKeeperProcess(tmp_path / "zookeeper") as zk,
+        Cluster(
+            tmp_path,
+            zk,
+            # The controller's removal (session timeout, 6 s) comes before the leader's own (30 s).
+            **{"transaction.state.log.num.partitions": "1", "replica.lag.time.max.ms": "30000"},
+        ) as c,
+    ):
+        producer(c.bootstrap, "tx-warm")  # __transaction_state exists, replicated on every broker
+        port = c.brokers[1].port
+        with RawClient(port, timeout=10) as raw:
+            coordinator = raw.request(10, 1, {"key": "tx-isr", "key_type": 1}).node_id
+        follower = next(n for n in c.brokers if n != coordinator)
+        c.kill(follower)
+        body = {
+            "transactional_id": "tx-isr",
+            "transaction_timeout_ms": 60000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
+        with RawClient(c.brokers[coordinator].port, timeout=40) as raw:
+            answer = raw.request(22, 4, body)
+        assert answer.error_code == ErrorCode.NONE, ErrorCode(answer.error_code).name
