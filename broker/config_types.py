@@ -1,4 +1,5 @@
-"""Kafka's ConfigType of each topic config, and a one-line description of our own.
+"""Kafka's ConfigType of each topic config, a one-line description of our own, and Kafka's defaults of
+the topic configs minikafka accepts without acting on them (`UNMODELLED_DEFAULTS`).
 
 DescribeConfigs v3+ answers ``config_type`` (Kafka's ids: 0 unknown, 1 boolean,
 2 string, 3 int, 4 short, 5 long, 6 double, 7 list, 8 class, 9 password) and,
@@ -52,6 +53,32 @@ TOPIC_CONFIG_TYPES: dict[str, tuple[int, str]] = {
         BOOLEAN,
         "Elect an out-of-sync replica when no in-sync one is alive (loses records).",
     ),
+}
+
+
+# Kafka's defaults of the topic configs accepted here without a LogConfig field of their own, and the
+# broker key Kafka names as each one's synonym (None: no broker-level key).
+UNMODELLED_DEFAULTS: dict[str, tuple[str, str | None]] = {
+    "compression.type": ("producer", "compression.type"),
+    "compression.gzip.level": ("-1", "compression.gzip.level"),
+    "compression.lz4.level": ("9", "compression.lz4.level"),
+    "compression.zstd.level": ("3", "compression.zstd.level"),
+    "preallocate": ("false", "log.preallocate"),
+    "unclean.leader.election.enable": ("false", "unclean.leader.election.enable"),
+    "max.compaction.lag.ms": ("9223372036854775807", "log.cleaner.max.compaction.lag.ms"),
+    "segment.jitter.ms": ("0", "log.roll.jitter.hours"),
+    "message.timestamp.after.max.ms": ("3600000", "log.message.timestamp.after.max.ms"),
+    "message.timestamp.before.max.ms": ("9223372036854775807", "log.message.timestamp.before.max.ms"),
+    "message.timestamp.difference.max.ms": ("9223372036854775807", "log.message.timestamp.difference.max.ms"),
+    "message.downconversion.enable": ("true", "log.message.downconversion.enable"),
+    "message.format.version": ("3.0-IV1", "log.message.format.version"),
+    "local.retention.ms": ("-2", "log.local.retention.ms"),
+    "local.retention.bytes": ("-2", "log.local.retention.bytes"),
+    "remote.storage.enable": ("false", None),
+    "remote.log.copy.disable": ("false", None),
+    "remote.log.delete.on.disable": ("false", None),
+    "follower.replication.throttled.replicas": ("", "follower.replication.throttled.replicas"),
+    "leader.replication.throttled.replicas": ("", "leader.replication.throttled.replicas"),
 }
 
 

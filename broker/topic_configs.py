@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.broker import Broker
-from broker.config_types import LIST, TOPIC_CONFIG_TYPES, UNKNOWN, value_type
+from broker.config_types import LIST, TOPIC_CONFIG_TYPES, UNKNOWN, UNMODELLED_DEFAULTS, value_type
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import BROKER_CONFIG_NAMES, LogConfig
 
@@ -31,6 +31,28 @@ LIST_CONFIGS = frozenset(name for name, (kind, _) in TOPIC_CONFIG_TYPES.items() 
 _BROKER_SYNONYMS: dict[str, list[str]] = {}
 for _broker_key, (_topic_key, _) in reversed(BROKER_CONFIG_NAMES.items()):
     _BROKER_SYNONYMS.setdefault(_topic_key, []).append(_broker_key)
+for _topic_key, (_, _broker_key) in UNMODELLED_DEFAULTS.items():
+    if _broker_key is not None:
+        _BROKER_SYNONYMS.setdefault(_topic_key, []).append(_broker_key)
+# Broker keys whose Kafka default is null (a coarser unit supplies it): no DEFAULT_CONFIG synonym.
+_NULL_BY_DEFAULT = frozenset({"log.retention.ms", "log.retention.minutes", "log.roll.ms"})
+
+
+def _text(value: Any) -> str:
+    """A config value as Kafka prints it (booleans lower-case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _broker_default(broker: Broker, key: str, topic_key: str) -> str | None:
+    """The default of broker synonym ``key`` (its own default here, else Kafka's); None if unknown."""
+    if key in broker.config.values:
+        return _text(broker.config[key])
+    return UNMODELLED_DEFAULTS[topic_key][0] if topic_key in UNMODELLED_DEFAULTS else None
+
+
+def _set_here(broker: Broker, key: str | None) -> bool:
+    """Whether broker key ``key`` is set in this broker's configuration (not left at its default)."""
+    return key is not None and key in broker.config.values and broker.config.sources.get(key) != "default"
 
 
 def _entry(
@@ -84,19 +106,29 @@ def describe_overrides(
     ``documentation``: add each config's one-line description.
     """
     values = LogConfig.from_topic_configs(overrides, broker.logs.default_config).to_topic_configs()
+    for key, (default, broker_key) in UNMODELLED_DEFAULTS.items():
+        if key not in values:
+            values[key] = _text(broker.config[broker_key]) if _set_here(broker, broker_key) else default
     out = []
     for key in sorted(values) if keys is None else keys:
         if key not in values:
             continue  # Kafka leaves unknown names out of the answer
-        static = [
-            b for b in _BROKER_SYNONYMS.get(key, ()) if broker.config.sources.get(b, "default") != "default"
+        synonyms = _BROKER_SYNONYMS.get(key, [])
+        static = [b for b in synonyms if _set_here(broker, b)]
+        defaults = [
+            (b, value)
+            for b in synonyms
+            if b not in static
+            and b not in _NULL_BY_DEFAULT
+            and (value := _broker_default(broker, b, key)) is not None
         ]
         chain = []
         if key in overrides:
             chain.append({"name": key, "value": overrides[key], "source": SOURCE_DYNAMIC_TOPIC})
         chain.extend(
-            {"name": b, "value": str(broker.config[b]), "source": SOURCE_STATIC_BROKER} for b in static
+            {"name": b, "value": _text(broker.config[b]), "source": SOURCE_STATIC_BROKER} for b in static
         )
+        chain.extend({"name": b, "value": value, "source": SOURCE_DEFAULT} for b, value in defaults)
         source = (
             SOURCE_DYNAMIC_TOPIC if key in overrides else SOURCE_STATIC_BROKER if static else SOURCE_DEFAULT
         )

@@ -270,7 +270,14 @@ def test_describe_configs_v0_to_v4(broker: BrokerProcess) -> None:
             (v4[k].config_type, v4[k].config_source)
             for k in ("retention.ms", "cleanup.policy", "min.cleanable.dirty.ratio")
         ] == [(5, 1), (7, 5), (6, 5)]
-        assert [s.name for s in v4["retention.ms"].synonyms] == ["retention.ms"]
+        # The override, then the broker default it falls back to (Kafka's DEFAULT_CONFIG synonym).
+        assert [(s.name, s.value, s.source) for s in v4["retention.ms"].synonyms] == [
+            ("retention.ms", "99", 1),
+            ("log.retention.hours", "168", 5),
+        ]
+        assert [(s.name, s.value, s.source) for s in v4["cleanup.policy"].synonyms] == [
+            ("log.cleanup.policy", "delete", 5)
+        ]
         assert v4["retention.ms"].documentation and described(3)["retention.ms"].documentation is None
         everything = {"resources": [{"resource_type": 2, "resource_name": "cfg", "configuration_keys": []}]}
         listed = c.request(32, 4, {**everything, "include_synonyms": False, "include_documentation": False})

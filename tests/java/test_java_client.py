@@ -122,16 +122,7 @@ REAUTH_MS = 2000
 
 # Checks that fail because of a known broker bug, with the bug: strict xfail, so a fix turns them
 # into errors (and the entry is then removed).
-KNOWN_BUGS: dict[str, str] = {
-    "admin.describe_configs_every_topic_config": (
-        "broker gap: DescribeConfigs of a topic leaves out the Kafka topic configs it accepts but does not "
-        "act on (compression.type, preallocate, unclean.leader.election.enable, ...) unless overridden"
-    ),
-    "admin.describe_configs_default_synonyms": (
-        "broker gap: DescribeConfigs synonyms leave out the broker defaults (DEFAULT_CONFIG), e.g. "
-        "log.cleanup.policy=delete for cleanup.policy"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}
 SECURITY = [
     "security.plain.produce_consume",
     "security.plain.wrong_password",
