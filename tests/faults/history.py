@@ -268,11 +268,14 @@ def leader_writes(logs: Iterable[str], topic: str) -> list[tuple[float, int, int
 def failover(
     writes: Sequence[tuple[float, int, int]], faults: Sequence[Mapping[str, Any]]
 ) -> dict[str, float]:
-    """{fault kind: the longest time from the fault's start until the controller had written a new live
-    leader for every partition the target broker led}, the worst over the faults of that kind that took
-    leaderships away (`BROKER_FAULTS` whose target led something). What the broker side controls: the
-    ZooKeeper session timeout, the controller's reaction and its writes; clients then need a metadata
-    refresh, and librdkafka also waits for its requests in flight to the old leader."""
+    """{fault kind: the longest time from the fault's start until the controller had elected a leader for
+    every partition the target broker led}, the worst over the faults of that kind that took leaderships
+    away (`BROKER_FAULTS` whose target led something). The controller elects only registered brokers: the
+    first write naming a leader after the fault gives the partition a live one, another broker or the
+    target itself once it came back and registered again (a SIGKILLed broker restarted before its old
+    session expired is re-elected with a new epoch). What the broker side controls: the ZooKeeper
+    session timeout, the controller's reaction and its writes; clients then need a metadata refresh,
+    and librdkafka also waits for its requests in flight to the old leader."""
     out: dict[str, float] = {}
     for f in faults:
         if f["kind"] not in BROKER_FAULTS or not f["target"].startswith("b"):
@@ -288,7 +291,7 @@ def failover(
             continue
         moved: dict[int, float] = {}
         for when, partition, node in writes:
-            if when > f["start"] and partition in led and partition not in moved and node not in (target, -1):
+            if when > f["start"] and partition in led and partition not in moved and node != -1:
                 moved[partition] = when
         took = max(moved.get(p, f["healed"]) for p in led) - f["start"]
         out[f["kind"]] = round(max(out.get(f["kind"], 0.0), took), 2)

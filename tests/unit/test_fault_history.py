@@ -168,3 +168,8 @@ def test_failover_is_the_time_until_every_partition_the_target_led_has_a_new_lea
     assert history.failover(writes, faults) == {"pause-broker": 7.0}
     never = [{"kind": "isolate-broker", "target": "b2", "start": start + 8, "healed": start + 9}]
     assert history.failover(writes, never) == {"isolate-broker": 1.0}  # not moved before healing
+    back = history.leader_writes([line("00,000", 0, 1), line("06,500", 0, 1)], "events")
+    restarted = [
+        {"kind": "kill-controller", "target": "b1", "start": back[0][0] + 1, "healed": back[0][0] + 9}
+    ]
+    assert history.failover(back, restarted) == {"kill-controller": 5.5}  # re-elected once registered again
