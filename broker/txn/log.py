@@ -73,7 +73,9 @@ class TxnLog:
 
     def __init__(self, replicas: ReplicaManager, group_commit: GroupCommit, num_partitions: int) -> None:
         self._replicas = replicas
-        self._log = BrokerOffsetsLog(replicas, group_commit, num_partitions, TXN_TOPIC, timeout_s=WRITE_TIMEOUT_S)
+        self._log = BrokerOffsetsLog(
+            replicas, group_commit, num_partitions, TXN_TOPIC, timeout_s=WRITE_TIMEOUT_S
+        )
 
     @property
     def num_partitions(self) -> int:
