@@ -1,4 +1,4 @@
-"""How failed `__consumer_offsets` appends are answered, as Kafka maps them.
+"""How failed `__consumer_offsets` and `__transaction_state` appends are answered, as Kafka maps them.
 
 A write that could not be replicated in time (or not to enough replicas) is
 COORDINATOR_NOT_AVAILABLE, one on a broker that no longer leads the partition
@@ -29,6 +29,14 @@ def _common(code: ErrorCode) -> ErrorCode:
 def group_store_error(code: ErrorCode) -> ErrorCode:
     """Kafka's mapping of append failures for group metadata writes."""
     if code == ErrorCode.MESSAGE_TOO_LARGE:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
+    return _common(code)
+
+
+def txn_store_error(code: ErrorCode) -> ErrorCode:
+    """Kafka's mapping of append failures for `__transaction_state` writes
+    (TransactionStateManager.appendTransactionToLog)."""
+    if code in (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.RECORD_LIST_TOO_LARGE):
         return ErrorCode.UNKNOWN_SERVER_ERROR
     return _common(code)
 

@@ -10,10 +10,11 @@
   group commit and, in a cluster, below the high watermark (acks=all), as
   Kafka writes transaction state, waiting the way group writes do
   (`broker.groups.store`: through new leader epochs while this broker keeps
-  leading, up to ``WRITE_TIMEOUT_S``). It answers an error code: NONE,
-  NOT_COORDINATOR (leadership moved), or KAFKA_STORAGE_ERROR /
-  NOT_ENOUGH_REPLICAS (fewer in-sync replicas than min.insync.replicas) /
-  REQUEST_TIMED_OUT.
+  leading, up to ``WRITE_TIMEOUT_S``). It answers an error code as Kafka's
+  TransactionStateManager maps append failures (`store_errors.txn_store_error`):
+  NONE; NOT_COORDINATOR (leadership moved, storage error);
+  COORDINATOR_NOT_AVAILABLE (fewer in-sync replicas than min.insync.replicas,
+  not replicated in time); UNKNOWN_SERVER_ERROR (too large).
 - `record` appends one record without waiting for it: it becomes durable with
   the next fsync of its log (the coordinator's next `write` there). For
   records whose loss a replay repairs (CompleteCommit / CompleteAbort: a
@@ -30,6 +31,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from broker.groups.store import BrokerOffsetsLog
+from broker.groups.store_errors import txn_store_error
 from protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -99,5 +101,4 @@ class TxnLog:
                 stored.set_result(code)
 
         self._log.append(partition, [(key, value)], done)
-        code = await stored
-        return ErrorCode.NOT_COORDINATOR if code == ErrorCode.NOT_LEADER_OR_FOLLOWER else code
+        return txn_store_error(await stored)

@@ -16,7 +16,7 @@ import pytest
 from broker.cluster import BrokerNode, LocalCluster
 from broker.group_commit import GroupCommit
 from broker.groups.store import OFFSETS_TOPIC, BrokerOffsetsLog
-from broker.groups.store_errors import group_store_error, offset_store_error
+from broker.groups.store_errors import group_store_error, offset_store_error, txn_store_error
 from broker.replica import Partition, ReplicaManager
 from protocol.errors import ErrorCode
 from protocol.records import Record, build_batch
@@ -140,3 +140,29 @@ async def test_a_new_coordinator_reads_its_log_to_the_end_not_to_its_hw(replicas
     part.become_leader(2, [7, 8, 9], [7, 9], now_ms=2_000, partition_epoch=4)
     store = BrokerOffsetsLog(replicas, GroupCommit(), 1, timeout_s=5)
     assert list(store.read(0)) == [(b"k", b"acknowledged")]
+
+
+def test_transaction_state_append_failures_are_answered_as_kafka_maps_them() -> None:
+    """TransactionStateManager.appendTransactionToLog: clients retry on another lookup, never give up."""
+    assert {
+        code.name: txn_store_error(code).name
+        for code in (
+            ErrorCode.NONE,
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+            ErrorCode.REQUEST_TIMED_OUT,
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            ErrorCode.NOT_LEADER_OR_FOLLOWER,
+            ErrorCode.KAFKA_STORAGE_ERROR,
+            ErrorCode.MESSAGE_TOO_LARGE,
+        )
+    } == {
+        "NONE": "NONE",
+        "NOT_ENOUGH_REPLICAS": "COORDINATOR_NOT_AVAILABLE",
+        "NOT_ENOUGH_REPLICAS_AFTER_APPEND": "COORDINATOR_NOT_AVAILABLE",
+        "REQUEST_TIMED_OUT": "COORDINATOR_NOT_AVAILABLE",
+        "UNKNOWN_TOPIC_OR_PARTITION": "COORDINATOR_NOT_AVAILABLE",
+        "NOT_LEADER_OR_FOLLOWER": "NOT_COORDINATOR",
+        "KAFKA_STORAGE_ERROR": "NOT_COORDINATOR",
+        "MESSAGE_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
+    }
