@@ -95,6 +95,8 @@ def cmd_partitions(args: argparse.Namespace) -> int:
             print(
                 f"Error completing leader election ({kind}) for partition {tp.topic}-{tp.partition}: {error}"
             )
+        if not results:  # all partitions asked for: the broker names only those an election concerned
+            print(f"No partition needed a leader election ({kind}).")
     return 1 if failed else 0
 
 

@@ -5,7 +5,8 @@ Behavior:
   preferred replica (the first in assignment order) when it is alive and in
   the ISR; 1 (UNCLEAN) elects a leader for a partition that has none, an
   out-of-sync replica if no in-sync one is alive. v0 has no type: PREFERRED.
-- ``topic_partitions`` null: every partition.
+- ``topic_partitions`` null: every partition; the answer then leaves out
+  those whose wanted leader already leads (ELECTION_NOT_NEEDED), as KafkaApis.
 - Per partition, as Kafka's controller answers: NONE (elected),
   ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
   ELIGIBLE_LEADERS_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION,
@@ -13,8 +14,9 @@ Behavior:
   ``timeout_ms``), NOT_CONTROLLER (clients send it to the controller).
 - Any other election type: INVALID_REQUEST for every partition.
 - Authorization (with an authorizer configured), as KafkaApis: ALTER on the
-  CLUSTER, else every partition and (v1+) the top level answer
-  CLUSTER_AUTHORIZATION_FAILED.
+  CLUSTER, else every partition asked for and (v1+) the top level answer
+  CLUSTER_AUTHORIZATION_FAILED (a request for all partitions names none:
+  the refusal lists no topic the principal may not see).
 - The answer comes once the elections are written to ZooKeeper (a single
   broker has nothing to elect: every partition's only replica leads).
 """
@@ -61,10 +63,10 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
         code, message = ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}"
     else:
         answers = await cluster.elect_leaders(election_type, asked, max(req.timeout_ms, 0) / 1000)
+        if asked is None:  # as KafkaApis: of every partition, only those an election concerned
+            answers = {tp: a for tp, a in answers.items() if a[0] != ErrorCode.ELECTION_NOT_NEEDED}
         return _response(answers, ErrorCode.NONE)
-    if asked is None:
-        asked = [(t.name, p.index) for t in cluster.topics().values() for p in t.partitions]
-    return _response({tp: (code, message) for tp in asked}, code)
+    return _response({tp: (code, message) for tp in asked or ()}, code)
 
 
 registry.register(API_KEY, 0, 2, handle)

@@ -94,9 +94,11 @@ def test_leadership_stays_until_asked_then_preferred_election_moves_it_back(
         again = admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(30)
         assert "ELECTION_NOT_NEEDED" in str(again[tp]), again
 
-        done = _elect_cli(cluster, "--all-topic-partitions")
+        done = _elect_cli(cluster, "--all-topic-partitions")  # Kafka names only partitions it elected
         assert done.returncode == 0, done.stderr
-        assert "Valid replica already elected for partitions" in done.stdout and "t-0" in done.stdout
+        # The restarted broker's __consumer_offsets leaderships may move back too; partitions already
+        # led by their preferred replica are not named at all.
+        assert "Valid replica already elected" not in done.stdout and "t-" not in done.stdout, done.stdout
         missing = _elect_cli(cluster, "--topic", "t", "--partition", "9")
         assert missing.returncode == 1
         assert "Error completing leader election (PREFERRED) for partition t-9" in missing.stdout

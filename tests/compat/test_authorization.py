@@ -803,3 +803,6 @@ def test_elect_leaders_needs_cluster_alter(secured: Secured) -> None:
             r = c.request(43, 2, body)
         assert r.error_code == top, user
         assert r.replica_election_results[0].partition_result[0].error_code == code, user
+    with secured.raw("bob") as c:  # all partitions, refused: the answer names no topic
+        r = c.request(43, 2, {**body, "topic_partitions": None})
+    assert (r.error_code, r.replica_election_results) == (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])

@@ -97,18 +97,53 @@ def test_queue_answers_without_a_write_at_once_and_elected_ones_once_written() -
     asyncio.run(main())
 
 
-def test_queue_times_out_and_fails_when_controllership_is_lost() -> None:
+def test_queue_times_out_without_cancelling_and_fails_when_controllership_is_lost() -> None:
     async def main() -> None:
         snap = _snap([1, 2], {0: ([1, 2], LeaderAndIsr(2, 5, (2, 1), 1))})
         queue = ElectionQueue()
         req = queue.add(PREFERRED, [("t", 0)])
         waiter = asyncio.ensure_future(queue.wait(req, 0.05))
-        queue.plan(snap, 7, written=set())  # the write never lands
+        assert [w.tp for w in queue.plan(snap, 7, written=set())] == [("t", 0)]  # the write is slow
         assert (await waiter)[("t", 0)][0] == ErrorCode.REQUEST_TIMED_OUT
-        req = queue.add(UNCLEAN, None)
+        assert queue  # as Kafka, the election goes on without its caller
+        queue.landed(("t", 0))
+        assert not queue
+        req = queue.add(UNCLEAN, [("t", 0)])
         waiter = asyncio.ensure_future(queue.wait(req, 5))
-        queue.add(PREFERRED, [("t", 0)])
         queue.fail_all(ErrorCode.NOT_CONTROLLER, "gone")
-        assert await waiter == {}
+        assert await waiter == {("t", 0): (ErrorCode.NOT_CONTROLLER, "gone")}
+        assert not queue
 
     asyncio.run(main())
+
+
+def test_elections_of_different_types_for_one_partition_run_one_after_the_other() -> None:
+    async def main() -> None:
+        # No live in-sync replica: UNCLEAN elects 2; PREFERRED (1 is dead) must not ride on that write.
+        snap = _snap([2, 3], {0: ([1, 2, 3], LeaderAndIsr(-1, 5, (1,), 1))})
+        queue = ElectionQueue()
+        unclean = queue.add(UNCLEAN, [("t", 0)])
+        preferred = queue.add(PREFERRED, [("t", 0)])
+        waiters = [asyncio.ensure_future(queue.wait(r, 5)) for r in (unclean, preferred)]
+        writes = queue.plan(snap, 7, written=set())
+        assert [(w.tp, w.state.leader) for w in writes] == [(("t", 0), 2)]
+        queue.landed(("t", 0))
+        after = _snap([2, 3], {0: ([1, 2, 3], LeaderAndIsr(2, 6, (2,), 7))})
+        assert queue.plan(after, 7, written=set()) == []
+        assert [await w for w in waiters] == [
+            {("t", 0): (ErrorCode.NONE, None)},
+            {
+                ("t", 0): (
+                    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+                    elect(after, ("t", 0), PREFERRED, 7).message,
+                )
+            },
+        ]
+
+    asyncio.run(main())
+
+
+def test_a_partition_without_replicas_answers_instead_of_failing_the_controller() -> None:
+    snap = _snap([1], {0: ([], LeaderAndIsr(-1, 5, (), 1))})
+    assert elect(snap, ("t", 0), PREFERRED, 7).error == ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    assert elect(snap, ("t", 0), UNCLEAN, 7).error == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE

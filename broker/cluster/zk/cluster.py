@@ -493,9 +493,13 @@ class ZkCluster:
         Answers per partition as `elections.elect` and `election_queue.ElectionQueue` describe;
         NOT_CONTROLLER for every one when this broker is not the controller.
         """
+        snap = self._snap
+        if partitions is None:
+            partitions = sorted(
+                tp for tp in snap.states if tp[0] in snap.assignments and tp[0] not in snap.deleting
+            )
         if not self.is_controller:
-            tps = partitions if partitions is not None else sorted(self._snap.states)
-            return {tp: (ErrorCode.NOT_CONTROLLER, "this broker is not the controller") for tp in tps}
+            return {tp: (ErrorCode.NOT_CONTROLLER, "this broker is not the controller") for tp in partitions}
         request = self._elections.add(election_type, partitions)
         self._dirty.set()
         return await self._elections.wait(request, timeout_s)

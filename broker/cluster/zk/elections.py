@@ -65,6 +65,9 @@ def elect(snap: Snapshot, tp: TopicPartition, election_type: int, controller_epo
     if topic in snap.deleting:
         return Outcome(ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is being deleted")
     state, live = record.state, set(snap.brokers)
+    if not replicas:  # a malformed assignment: no replica to elect
+        code = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE if election_type == PREFERRED else None
+        return Outcome(code or ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"{topic}-{index} has no replicas")
     if election_type == PREFERRED:
         preferred = replicas[0]
         if state.leader == preferred:
