@@ -66,7 +66,7 @@ UNMODELLED_DEFAULTS: dict[str, tuple[str, str | None]] = {
     "preallocate": ("false", "log.preallocate"),
     "unclean.leader.election.enable": ("false", "unclean.leader.election.enable"),
     "max.compaction.lag.ms": ("9223372036854775807", "log.cleaner.max.compaction.lag.ms"),
-    "segment.jitter.ms": ("0", "log.roll.jitter.hours"),
+    "segment.jitter.ms": ("0", "log.roll.jitter.ms"),
     "message.timestamp.after.max.ms": ("3600000", "log.message.timestamp.after.max.ms"),
     "message.timestamp.before.max.ms": ("9223372036854775807", "log.message.timestamp.before.max.ms"),
     "message.timestamp.difference.max.ms": ("9223372036854775807", "log.message.timestamp.difference.max.ms"),

@@ -35,7 +35,15 @@ for _topic_key, (_, _broker_key) in UNMODELLED_DEFAULTS.items():
     if _broker_key is not None:
         _BROKER_SYNONYMS.setdefault(_topic_key, []).append(_broker_key)
 # Broker keys whose Kafka default is null (a coarser unit supplies it): no DEFAULT_CONFIG synonym.
-_NULL_BY_DEFAULT = frozenset({"log.retention.ms", "log.retention.minutes", "log.roll.ms"})
+_NULL_BY_DEFAULT = frozenset(
+    {
+        "log.retention.ms",
+        "log.retention.minutes",
+        "log.roll.ms",
+        "log.roll.jitter.ms",
+        "log.flush.interval.ms",
+    }
+)
 
 
 def _text(value: Any) -> str:
@@ -113,25 +121,28 @@ def describe_overrides(
     for key in sorted(values) if keys is None else keys:
         if key not in values:
             continue  # Kafka leaves unknown names out of the answer
-        synonyms = _BROKER_SYNONYMS.get(key, [])
-        static = [b for b in synonyms if _set_here(broker, b)]
+        names = _BROKER_SYNONYMS.get(key, [])  # Kafka's broker synonyms, its primary key first
+        static = [b for b in names if _set_here(broker, b)]
         defaults = [
             (b, value)
-            for b in synonyms
+            for b in names
             if b not in static
             and b not in _NULL_BY_DEFAULT
             and (value := _broker_default(broker, b, key)) is not None
         ]
         chain = []
-        if key in overrides:
-            chain.append({"name": key, "value": overrides[key], "source": SOURCE_DYNAMIC_TOPIC})
         chain.extend(
             {"name": b, "value": _text(broker.config[b]), "source": SOURCE_STATIC_BROKER} for b in static
         )
         chain.extend({"name": b, "value": value, "source": SOURCE_DEFAULT} for b, value in defaults)
-        source = (
-            SOURCE_DYNAMIC_TOPIC if key in overrides else SOURCE_STATIC_BROKER if static else SOURCE_DEFAULT
-        )
+        # Kafka (ConfigHelper.configSynonyms) keeps the broker synonyms from its primary key on: with
+        # the primary unset and null by default (log.retention.ms), none is listed at all.
+        while chain and chain[0]["name"] != names[0]:
+            chain.pop(0)
+        source = chain[0]["source"] if chain else SOURCE_DEFAULT
+        if key in overrides:
+            chain.insert(0, {"name": key, "value": overrides[key], "source": SOURCE_DYNAMIC_TOPIC})
+            source = SOURCE_DYNAMIC_TOPIC
         kind, doc = TOPIC_CONFIG_TYPES.get(key, (UNKNOWN, None))
         out.append(
             _entry(

@@ -270,10 +270,10 @@ def test_describe_configs_v0_to_v4(broker: BrokerProcess) -> None:
             (v4[k].config_type, v4[k].config_source)
             for k in ("retention.ms", "cleanup.policy", "min.cleanable.dirty.ratio")
         ] == [(5, 1), (7, 5), (6, 5)]
-        # The override, then the broker default it falls back to (Kafka's DEFAULT_CONFIG synonym).
+        # The override, then the broker settings and defaults from Kafka's primary broker key on:
+        # log.retention.ms is unset and null by default, so retention.ms lists no broker synonym.
         assert [(s.name, s.value, s.source) for s in v4["retention.ms"].synonyms] == [
-            ("retention.ms", "99", 1),
-            ("log.retention.hours", "168", 5),
+            ("retention.ms", "99", 1)
         ]
         assert [(s.name, s.value, s.source) for s in v4["cleanup.policy"].synonyms] == [
             ("log.cleanup.policy", "delete", 5)
@@ -282,6 +282,7 @@ def test_describe_configs_v0_to_v4(broker: BrokerProcess) -> None:
         everything = {"resources": [{"resource_type": 2, "resource_name": "cfg", "configuration_keys": []}]}
         listed = c.request(32, 4, {**everything, "include_synonyms": False, "include_documentation": False})
         assert len(listed.results[0].configs) > 3  # an empty key list asks for all, as a null one
+        assert not any(cfg.synonyms for cfg in listed.results[0].configs)  # none unless asked for
         incremental = {
             "resources": [
                 {
@@ -398,7 +399,8 @@ def test_small_admin_apis_newest_versions(broker: BrokerProcess) -> None:
 
 def test_describe_configs_names_the_broker_key_a_value_comes_from(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A topic config whose default comes from a broker key in another unit (log.retention.hours
-    for retention.ms) is reported as from the broker's static config, with that key as synonym."""
+    for retention.ms) has that key's value, reported as Kafka reports it: ConfigHelper lists broker
+    synonyms only from the primary key on (log.retention.ms, unset), so none, and source DEFAULT."""
     proc = BrokerProcess(tmp_path / "data", env={"MINIKAFKA_LOG_RETENTION_HOURS": "24"}).start()
     try:
         with RawClient(proc.port) as c:
@@ -411,8 +413,12 @@ def test_describe_configs_names_the_broker_key_a_value_comes_from(tmp_path) -> N
                 "include_documentation": False,
             }
             (entry,) = c.request(32, 4, body).results[0].configs
-            assert (entry.value, entry.config_source) == ("86400000", 4)
-            assert [(s.name, s.value, s.source) for s in entry.synonyms] == [("log.retention.hours", "24", 4)]
+            assert (entry.value, entry.config_source, list(entry.synonyms)) == ("86400000", 5, [])
+            body["resources"][0]["configuration_keys"] = ["cleanup.policy"]
+            (entry,) = c.request(32, 4, body).results[0].configs
+            assert [(s.name, s.value, s.source) for s in entry.synonyms] == [
+                ("log.cleanup.policy", "delete", 5)
+            ]
     finally:
         assert proc.stop() == 0, proc.log()
 
