@@ -96,20 +96,16 @@ def handle(ctx: RequestContext, req: Any) -> Any:
             "assignment": assignment,
         }
 
-    answers: list[HeartbeatResult] = []
-    stored: asyncio.Future[HeartbeatResult] | None = None
+    answered: asyncio.Future[HeartbeatResult] = asyncio.get_running_loop().create_future()
 
     def answer(result: HeartbeatResult) -> None:
-        if stored is None:
-            answers.append(result)  # at once: nothing to store
-        elif not stored.done():
-            stored.set_result(result)
+        if not answered.done():  # a connection gone meanwhile cancelled it
+            answered.set_result(result)
 
     ctx.broker.groups.consumer.heartbeat(beat, answer)
-    if answers:
-        return respond(answers[0])
-    stored = asyncio.get_running_loop().create_future()
-    return _when_stored(stored, respond)
+    if answered.done():  # at once: nothing to store
+        return respond(answered.result())
+    return _when_stored(answered, respond)
 
 
 async def _when_stored(

@@ -80,7 +80,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from broker.security.principal_mapping import SslPrincipalMapper, subject_dn
-from broker.security.tls_alerts import AlertingServerContext
+from broker.security.tls_alerts import AlertingSSLObject, attach
 
 __all__ = ["ServerTls", "TlsSettings", "peer_principal"]
 
@@ -200,7 +200,8 @@ class _ListenerContext(ssl.SSLContext):
         server_hostname: str | bytes | None = None,
         session: ssl.SSLSession | None = None,
     ) -> ssl.SSLObject:
-        return self.current().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
+        sslobj = self.current().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
+        return attach(sslobj, outgoing)  # a refused handshake's alert reaches the client
 
     def wrap_socket(
         self,
@@ -316,7 +317,8 @@ class ServerTls:
 
     def _load(self) -> _Stores:
         s = self.settings
-        context = AlertingServerContext(ssl.PROTOCOL_TLS_SERVER)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.sslobject_class = AlertingSSLObject
         self._configure(context)
         chain, trusted = _load_stores(context, s)
         if not trusted and self._verify_mode != ssl.CERT_NONE:

@@ -1,4 +1,4 @@
-"""TLS handshake alerts that reach the client: `AlertingServerContext` and `sending_alerts_to`.
+"""TLS handshake alerts that reach the client: `AlertingSSLObject`, `attach` and `sending_alerts_to`.
 
 When OpenSSL refuses a handshake (a client without the certificate
 ``ssl.client.auth=required`` asks for, an untrusted one, no common cipher or
@@ -9,13 +9,14 @@ drop ("unexpected eof") and cannot tell a refusal from a network fault:
 Kafka's Java client retries until its timeout instead of failing with
 ``SslAuthenticationException``. Kafka sends the alert.
 
-The server context's `SSLContext.sslobject_class` (a documented hook) is
-`AlertingSSLObject`: when its handshake fails it writes the pending alert
-bytes straight to the raw TCP transport, before the TLS protocol closes it.
-The transport is the one `sending_alerts_to` names while the TLS protocol is
-wrapped around it (``connection_made`` creates the SSL object synchronously,
-in both implementations); outside that block nothing is attached and the
-object behaves as a plain `ssl.SSLObject`.
+A listener's server contexts set `SSLContext.sslobject_class` (a documented
+hook) to `AlertingSSLObject`: when its handshake fails it writes the pending
+alert bytes straight to the raw TCP transport, before the TLS protocol closes
+it. The listener's context attaches (`attach`) the transport that
+`sending_alerts_to` names while the TLS protocol is wrapped around it
+(``connection_made`` creates the SSL object synchronously, in both
+implementations); outside that block nothing is attached and the object
+behaves as a plain `ssl.SSLObject`.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ _wrapping: asyncio.BaseTransport | None = None  # the raw transport a TLS protoc
 
 @contextlib.contextmanager
 def sending_alerts_to(transport: asyncio.BaseTransport) -> Iterator[None]:
-    """Within the block, SSL objects created by an `AlertingServerContext` send their alerts to ``transport``."""
+    """Within the block, SSL objects given to `attach` send their alerts to ``transport``."""
     global _wrapping
     _wrapping = transport
     try:
@@ -59,20 +60,9 @@ class AlertingSSLObject(ssl.SSLObject):
             raise
 
 
-class AlertingServerContext(ssl.SSLContext):
-    """A server `ssl.SSLContext` whose SSL objects send their handshake alerts (module docstring)."""
-
-    sslobject_class = AlertingSSLObject
-
-    def wrap_bio(
-        self,
-        incoming: ssl.MemoryBIO,
-        outgoing: ssl.MemoryBIO,
-        server_side: bool = False,
-        server_hostname: str | bytes | None = None,
-        session: ssl.SSLSession | None = None,
-    ) -> ssl.SSLObject:
-        sslobj = super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
-        if isinstance(sslobj, AlertingSSLObject) and _wrapping is not None:
-            sslobj.raw_transport, sslobj.outgoing = _wrapping, outgoing
-        return sslobj
+def attach(sslobj: ssl.SSLObject, outgoing: ssl.MemoryBIO) -> ssl.SSLObject:
+    """``sslobj`` (just made by ``wrap_bio`` with ``outgoing``), set to send its handshake alert to the
+    transport `sending_alerts_to` names, if any and if it is an `AlertingSSLObject`."""
+    if isinstance(sslobj, AlertingSSLObject) and _wrapping is not None:
+        sslobj.raw_transport, sslobj.outgoing = _wrapping, outgoing
+    return sslobj
