@@ -20,6 +20,7 @@ names; the calls live in mixins, one module per API family:
 - `client.admin_groups`: consumer groups, their offsets and lag (`GroupDescription`, `PartitionLag`);
 - `client.admin_cluster`: DescribeCluster, DescribeLogDirs, many groups' offsets;
 - `client.admin_leaders`: ElectLeaders;
+- `client.admin_reassignments`: Alter/ListPartitionReassignments;
 - `client.admin_transactions`, `client.admin_users`, `client.admin_acls`,
   `client.admin_quotas`: transactions, SCRAM users, ACLs, client quotas.
 
@@ -42,6 +43,7 @@ from client.admin_configs import BROKER, CONFIG_SOURCES, TOPIC, ConfigAdmin, Con
 from client.admin_groups import GroupAdmin, GroupDescription, MemberDescription, PartitionLag
 from client.admin_leaders import LeaderAdmin
 from client.admin_quotas import QuotaAdmin
+from client.admin_reassignments import PartitionReassignment, ReassignmentAdmin
 from client.admin_topics import NewTopic, TopicAdmin
 from client.admin_transactions import TransactionAdmin
 from client.admin_users import UserAdmin
@@ -61,6 +63,7 @@ __all__ = [
     "MemberDescription",
     "NewTopic",
     "PartitionLag",
+    "PartitionReassignment",
 ]
 
 _P = ParamSpec("_P")
@@ -77,6 +80,7 @@ class AIOAdminClient(
     AclAdmin,
     QuotaAdmin,
     LeaderAdmin,
+    ReassignmentAdmin,
 ):
     """Asyncio admin client; ``await start()`` (or ``async with``) first.
 
@@ -92,6 +96,8 @@ class AIOAdminClient(
     Cluster: `describe_cluster`, `describe_log_dirs`, `describe_log_dirs_by_broker`,
     `list_consumer_groups_offsets` (many groups' offsets in few requests) (`client.admin_cluster`).
     Leaders: `elect_leaders` (`client.admin_leaders`).
+    Reassignments: `alter_partition_reassignments`, `list_partition_reassignments`
+    (`client.admin_reassignments`).
     Offset resets (planning, executing): `client.offset_reset`, on either client.
     """
 

@@ -1,4 +1,5 @@
-"""``minikafka partitions elect-leaders``: leader elections, as ``kafka-leader-election``.
+"""``minikafka partitions elect-leaders``: leader elections, as ``kafka-leader-election``
+(``partitions reassign`` is `client.cli_reassign`).
 
 - ``elect-leaders --election-type preferred|unclean`` with the partitions as
   ``--topic T [--partition P]`` (no partition: all of the topic's),
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from client.admin_leaders import ELECTION_TYPES
+from client.cli_reassign import add_reassign_parser, cmd_reassign
 from client.cli_support import CliError, add_common, admin_client, emit_json
 from client.errors import KafkaError, KafkaResponseError
 from client.types import TopicPartition
@@ -25,8 +27,9 @@ from protocol.errors import ErrorCode
 
 def add_partitions_parser(sub: Any) -> None:
     """Add ``partitions`` and its actions to the ``minikafka`` subparsers ``sub``."""
-    parts = sub.add_parser("partitions", help="elect partition leaders")
+    parts = sub.add_parser("partitions", help="elect partition leaders, reassign replicas")
     psub = parts.add_subparsers(dest="action", required=True)
+    add_reassign_parser(psub)
     p = psub.add_parser("elect-leaders", help="move leadership to preferred replicas, or elect one uncleanly")
     add_common(p)
     p.add_argument("--election-type", required=True, choices=sorted(ELECTION_TYPES), type=str.lower)
@@ -63,7 +66,9 @@ def _partitions(args: argparse.Namespace) -> list[TopicPartition] | None:
 
 
 def cmd_partitions(args: argparse.Namespace) -> int:
-    """Run ``partitions elect-leaders``; returns the exit code."""
+    """Run ``partitions elect-leaders`` or ``partitions reassign``; returns the exit code."""
+    if args.action == "reassign":
+        return cmd_reassign(args)
     partitions = _partitions(args)
     with admin_client(args) as admin:
         results = admin.elect_leaders(ELECTION_TYPES[args.election_type], partitions)

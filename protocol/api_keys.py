@@ -43,6 +43,8 @@ API_KEYS: dict[int, tuple[str, str, int, int, int | None]] = {
     42: ("DeleteGroups", "delete_groups", 0, 2, 2),
     43: ("ElectLeaders", "elect_leaders", 0, 2, 2),
     44: ("IncrementalAlterConfigs", "incremental_alter_configs", 0, 1, 1),
+    45: ("AlterPartitionReassignments", "alter_partition_reassignments", 0, 1, 0),
+    46: ("ListPartitionReassignments", "list_partition_reassignments", 0, 0, 0),
     47: ("OffsetDelete", "offset_delete", 0, 0, None),
     48: ("DescribeClientQuotas", "describe_client_quotas", 0, 1, 1),
     49: ("AlterClientQuotas", "alter_client_quotas", 0, 1, 1),

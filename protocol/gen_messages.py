@@ -62,6 +62,8 @@ APIS = (
     "CreatePartitions",
     "DeleteGroups",
     "ElectLeaders",
+    "AlterPartitionReassignments",
+    "ListPartitionReassignments",
     "IncrementalAlterConfigs",
     "OffsetDelete",
     "DescribeCluster",

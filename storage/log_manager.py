@@ -325,6 +325,21 @@ class LogManager:
         self._create_logs(updated, (partition,))
         return self._logs[(name, partition)]
 
+    def unhost_partition(self, name: str, partition: int) -> None:
+        """Remove the local replica of ``partition`` (cluster mode: a reassignment moved it away): the
+        registry first, then its directory. The topic stays registered, even with no replica left."""
+        self._check_open()
+        info = self._topics.get(name)
+        if info is None or partition not in info.local_partitions:
+            raise KafkaError(f"no local replica of {name}-{partition}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        updated = replace(info, hosted=tuple(p for p in info.local_partitions if p != partition))
+        topic_registry.write(self._fs, self.data_dir, {**self._topics, name: updated})
+        self._topics[name] = updated
+        self.cleaner.forget((name, partition))
+        partition_log = self._logs.pop((name, partition), None)
+        if partition_log is not None:
+            partition_log.delete()
+
     def _create_logs(self, info: TopicInfo, partitions: tuple[int, ...]) -> None:
         for p in partitions:
             directory = self._path(naming.partition_dir_name(info.name, p))

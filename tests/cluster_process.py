@@ -74,6 +74,7 @@ class Cluster:
 
     def __init__(self, directory: Path, zookeeper: ZooKeeperProcess, size: int = 3, **config: str) -> None:
         self.zookeeper = zookeeper
+        self.directory = directory
         self.config = {
             "MINIKAFKA_ZOOKEEPER_CONNECT": zookeeper.connect_string,
             "MINIKAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
@@ -118,6 +119,20 @@ class Cluster:
         except Exception:
             return set()
         return set(md.brokers)
+
+    def add_broker(self, node: int, timeout: float = 30.0) -> None:
+        """Start one more broker (node id ``node``) in this cluster and wait until it is registered."""
+        broker = BrokerProcess(
+            self.directory / f"broker-{node}" / "data", env={**self.config, "MINIKAFKA_NODE_ID": str(node)}
+        )
+        broker.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.brokers[node] = broker
+        broker.start()
+        deadline = time.monotonic() + timeout
+        while node not in self.registered(min(self.brokers)):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"broker {node} did not register in ZooKeeper")
+            time.sleep(0.2)
 
     def restart(self, node: int) -> None:
         """Start a stopped or killed broker again on its port and data dir."""

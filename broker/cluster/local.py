@@ -13,8 +13,10 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 
-from broker.cluster.assignment import added_partitions
+from broker.cluster.assignment import FullAssignment, added_partitions
 from broker.cluster.view import BrokerNode, PartitionState, TopicState
+from broker.cluster.zk import reassignment
+from broker.cluster.zk.snapshot import Snapshot
 from broker.replica import Partition, ReplicaManager
 from protocol.errors import ErrorCode, KafkaError
 from storage import topic_ids
@@ -80,6 +82,26 @@ class LocalCluster:
             else:
                 out[(topic, index)] = (ErrorCode.ELECTION_NOT_NEEDED, None)
         return out
+
+    async def alter_partition_reassignments(
+        self, targets: dict[tuple[str, int], list[int] | None], allow_rf_change: bool, timeout_s: float
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """Kafka's answers for a cluster of one broker: moving a partition onto this broker is already
+        done, any other broker is not alive, and nothing is ever being reassigned."""
+        me = self.node.node_id
+        snap = Snapshot(brokers={me: self.node})
+        for topic in self.topics().values():
+            snap.assignments[topic.name] = {p.index: [me] for p in topic.partitions}
+        out: dict[tuple[str, int], tuple[int, str | None]] = {}
+        for tp, target in targets.items():
+            outcome = reassignment.start(snap, tp, target, 0, allow_rf_change=allow_rf_change)
+            out[tp] = (ErrorCode.NONE, None) if isinstance(outcome, reassignment.Change) else outcome
+        return out
+
+    def list_partition_reassignments(
+        self, partitions: list[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], FullAssignment]:
+        return {}
 
     def brokers(self) -> list[BrokerNode]:
         return [self.node]

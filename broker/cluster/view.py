@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from broker.cluster.assignment import FullAssignment
+
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
@@ -93,6 +95,20 @@ class ClusterView(Protocol):
     ) -> dict[tuple[str, int], tuple[int, str | None]]:
         """ElectLeaders: {(topic, partition): (error code, message)} for ``partitions`` (None: all),
         ``election_type`` 0 = PREFERRED, 1 = UNCLEAN (broker/cluster/zk/elections.py has the rules)."""
+        ...
+
+    async def alter_partition_reassignments(
+        self, targets: dict[tuple[str, int], list[int] | None], allow_rf_change: bool, timeout_s: float
+    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+        """AlterPartitionReassignments: {(topic, partition): (error code, message)}; a target of None
+        cancels (broker/cluster/zk/reassignment.py has the rules)."""
+        ...
+
+    def list_partition_reassignments(
+        self, partitions: list[tuple[str, int]] | None
+    ) -> dict[tuple[str, int], FullAssignment] | None:
+        """The reassignments in progress, of ``partitions`` (None: all); None if this broker is not
+        the controller."""
         ...
 
 

@@ -122,6 +122,12 @@ class ReplicaManager:
             hosted.append(part)
         return hosted
 
+    def drop_partition(self, tp: TopicPartition) -> None:
+        """Forget one partition (before its log is deleted); parked fetches are answered."""
+        part = self._partitions.pop(tp, None)
+        if part is not None:
+            part.wake()
+
     def drop_topic(self, topic: str) -> None:
         """Forget the partitions of ``topic`` (before its logs are deleted); parked fetches are answered."""
         for tp in [tp for tp in self._partitions if tp[0] == topic]:

@@ -169,3 +169,26 @@ def test_confluent_elect_leaders_on_a_single_broker(broker: BrokerProcess) -> No
         tp.partition: str(e) for tp, e in admin.elect_leaders(ElectionType.UNCLEAN, asked).result(15).items()
     }
     assert "ELECTION_NOT_NEEDED" in out[1] and "UNKNOWN_TOPIC_OR_PART" in out[7], out
+
+
+def test_reassignments_on_a_single_broker(broker: BrokerProcess) -> None:
+    """A partition's only possible home is the one broker: moving it there is done at once, another
+    broker is not alive, nothing is ever in progress (the bundled client's calls, on the wire)."""
+    from client.admin import AdminClient as BundledAdmin
+    from client.types import TopicPartition as TP
+
+    creator = AdminClient({"bootstrap.servers": broker.bootstrap})
+    creator.create_topics([NewTopic("ra", 1, 1)])["ra"].result(15)
+    admin = BundledAdmin(bootstrap_servers=broker.bootstrap)
+    try:
+        me = admin.describe_cluster().brokers[0].node_id
+        answers = admin.alter_partition_reassignments({TP("ra", 0): [me], TP("ra", 3): [me]})
+        assert answers[TP("ra", 0)] is None
+        assert "UNKNOWN_TOPIC_OR_PARTITION" in repr(answers[TP("ra", 3)])
+        refused = admin.alter_partition_reassignments({TP("ra", 0): [me, me + 1]})[TP("ra", 0)]
+        assert refused is not None and refused.code == 39  # INVALID_REPLICA_ASSIGNMENT: not alive
+        cancel = admin.alter_partition_reassignments({TP("ra", 0): None})[TP("ra", 0)]
+        assert cancel is not None and cancel.code == 85  # NO_REASSIGNMENT_IN_PROGRESS
+        assert admin.list_partition_reassignments() == {}
+    finally:
+        admin.close()

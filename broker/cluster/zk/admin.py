@@ -9,7 +9,9 @@ the change up through their watches:
   ID; Kafka's placement, `assignment.py`, unless an assignment is given) in
   one transaction; the controller then writes the partition states.
 - add partitions: ``/brokers/topics/<t>`` rewritten with the new partitions
-  (conditional on its version); the controller writes their states.
+  (conditional on its version); the controller writes their states. Refused
+  with REASSIGNMENT_IN_PROGRESS while one of its partitions is reassigned,
+  as Kafka's ZkAdminManager.
 - delete: the mark ``/admin/delete_topics/<t>``; the controller removes the
   topic's znodes, and each broker its local replicas.
 - configs: ``/config/topics/<t>`` rewritten.
@@ -134,6 +136,11 @@ class ZkAdmin:
             except NoNodeError:
                 raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
             existing = znodes.decode_assignment(name, data)
+            if existing.adding or existing.removing:
+                raise KafkaError(
+                    f"A partition reassignment is in progress for the topic '{name}'.",
+                    ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                )
             placed = added_partitions(name, existing.replicas, count, assignment, sorted(snap.brokers))
             if validate_only:
                 return

@@ -45,12 +45,14 @@ from collections.abc import Callable, Mapping
 from kazoo.client import TransactionRequest
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from broker.cluster.assignment import FullAssignment
 from broker.cluster.view import BrokerNode, PartitionState, TopicState
 from broker.cluster.zk import znodes
 from broker.cluster.zk.admin import ZkAdmin
 from broker.cluster.zk.controller import plan_state_writes
 from broker.cluster.zk.election_queue import Answer, ElectionQueue
 from broker.cluster.zk.elections import FIRST_CHECK_S, PREFERRED, LeaderBalance, elect, imbalanced_partitions
+from broker.cluster.zk.reassigner import Reassigner, topic_znode
 from broker.cluster.zk.session import ZkSession
 from broker.cluster.zk.snapshot import Snapshot, TopicPartition, read_snapshot
 from broker.replica import Partition, ReplicaManager
@@ -103,6 +105,8 @@ class ZkCluster:
         self._view: dict[str, TopicState] | None = None
         self._names: dict[int, str] | None = None  # by UUID.int: UUID's own hash is Python code
         self._dirty = asyncio.Event()
+        self._reads_started = self._reads_done = 0  # snapshot reads begun, and the last one taken in
+        self._read_done = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self._registered_session = -1
@@ -117,6 +121,7 @@ class ZkCluster:
             self._dirty.set,
         )
         self.fetchers = FetcherManager(replicas, self._address)
+        self.reassigner = Reassigner(session, self._fenced_transaction, self._commit)
         replicas.isr_requests = self._request_isr
         replicas.isr_eligible = self._registered
 
@@ -250,7 +255,11 @@ class ZkCluster:
     async def _refresh_once(self) -> None:
         if self._registered_session not in (self.session.session_id, -2) and self.session.connected:
             await self._register()
+        self._reads_started += 1
+        started = self._reads_started
         snap = await self.session.run(read_snapshot, self.session.client, self.session.watch)
+        self._reads_done = started
+        self._read_done.set()
         for problem in snap.problems:
             log.warning("ZooKeeper metadata: %s", problem)
         self._snap = snap
@@ -268,6 +277,9 @@ class ZkCluster:
             self._controller_epoch = -1
             self._imbalance_due = False
             self._elections.fail_all(ErrorCode.NOT_CONTROLLER, "this broker is no longer the controller")
+            self.reassigner.queue.fail_all(
+                ErrorCode.NOT_CONTROLLER, "this broker is no longer the controller"
+            )
         self._apply(snap)
 
     def _apply(self, snap: Snapshot) -> None:
@@ -285,6 +297,8 @@ class ZkCluster:
                 continue  # written by a Kafka without topic IDs: the controller is adding one
             for index, replicas in assignment.items():
                 if me not in replicas:
+                    if self.replicas.get((topic, index)) is not None:
+                        self._unhost(topic, index)
                     continue
                 part = self._local(topic, topic_id, index, len(assignment), snap.configs.get(topic, {}))
                 if part is None:
@@ -295,6 +309,7 @@ class ZkCluster:
                 state = record.state
                 if state.leader == me:
                     if part.is_leader and part.leader_epoch == state.leader_epoch:
+                        part.replicas = list(replicas)  # a reassignment adds and removes replicas
                         if record.version > part.partition_epoch:
                             self.replicas.isr_changed(part, list(state.isr), record.version)
                     elif state.leader_epoch >= part.leader_epoch and record.mzxid > my_czxid >= 0:
@@ -324,6 +339,7 @@ class ZkCluster:
                         self._leadership(topic, index, False)
                 else:
                     part.isr, part.partition_epoch = list(state.isr), record.version
+                    part.replicas = list(replicas)
                 if state.leader >= 0:
                     followed.append(part)
         self.fetchers.follow(followed)
@@ -373,6 +389,19 @@ class ZkCluster:
             part = self.replicas.host(topic, [index])[0]
         return part
 
+    def _unhost(self, topic: str, index: int) -> None:
+        """Stop serving a partition no longer assigned to us (a reassignment moved it) and delete our
+        replica, as Kafka's StopReplica with delete: a leader first stops leading, failing what waits
+        on it."""
+        part = self.replicas.get((topic, index))
+        if part is not None and part.is_leader:
+            part.become_follower(-1, part.leader_epoch, part.replicas, part.isr, part.partition_epoch)
+            self._leadership(topic, index, False)
+        log.info("%s-%d is no longer assigned to this broker: deleting its replica", topic, index)
+        self.replicas.drop_partition((topic, index))
+        with contextlib.suppress(KafkaError):
+            self.logs.unhost_partition(topic, index)
+
     def _delete_local(self, topic: str) -> None:
         log.info("deleting the local replicas of %s", topic)
         self.replicas.drop_topic(topic)
@@ -413,9 +442,8 @@ class ZkCluster:
                 continue
             topic_id = topic_ids.new_topic_id()
             txn = self._fenced_transaction()
-            txn.set_data(
-                znodes.topic_path(topic), znodes.encode_assignment(snap.assignments[topic], topic_id), version
-            )
+            snap.topic_ids[topic] = topic_id  # only for the znode written next: the snapshot is replaced
+            txn.set_data(znodes.topic_path(topic), topic_znode(snap, topic, {}), version)
             if await self._commit(txn):
                 log.info("controller: topic %s has no id; gave it %s", topic, topic_ids.to_text(topic_id))
             wrote = True
@@ -444,6 +472,7 @@ class ZkCluster:
                     writes.append(outcome.write)
                     written.add(tp)
         writes += self._elections.plan(snap, self._controller_epoch, written)
+        wrote |= await self.reassigner.act(snap, self._controller_epoch, written)
         for w in writes:
             topic, index = w.tp
             txn = self._fenced_transaction()
@@ -503,6 +532,39 @@ class ZkCluster:
         request = self._elections.add(election_type, partitions)
         self._dirty.set()
         return await self._elections.wait(request, timeout_s)
+
+    async def alter_partition_reassignments(
+        self, targets: dict[TopicPartition, list[int] | None], allow_rf_change: bool, timeout_s: float
+    ) -> dict[TopicPartition, Answer]:
+        """Start (a list of replicas) or cancel (None) reassignments; only the controller does
+        (`reassignment.py` has the rules), NOT_CONTROLLER for every partition elsewhere."""
+        if not self.is_controller:
+            return {tp: (ErrorCode.NOT_CONTROLLER, "this broker is not the controller") for tp in targets}
+        request = self.reassigner.queue.add(targets, allow_rf_change)
+        self._dirty.set()
+        answers = await self.reassigner.queue.wait(request, timeout_s)
+        # as Kafka's controller, whose memory has them at once: a ListPartitionReassignments that
+        # follows the answer lists them
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await self._fresh_snapshot()
+        return answers
+
+    async def _fresh_snapshot(self) -> None:
+        """Wait until a snapshot read after this call has been taken in."""
+        wanted = self._reads_started + 1
+        self._dirty.set()
+        while self._reads_done < wanted:
+            self._read_done.clear()
+            await self._read_done.wait()
+
+    def list_partition_reassignments(
+        self, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, FullAssignment] | None:
+        """The reassignments in progress (of ``partitions``; None: all); None if not the controller."""
+        if not self.is_controller:
+            return None
+        return self.reassigner.ongoing(self._snap, partitions)
 
     @property
     def is_controller(self) -> bool:

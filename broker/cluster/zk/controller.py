@@ -5,7 +5,9 @@ Kafka's ZK-mode rules:
 - A partition with no state yet (a new topic): leader = the first live replica
   in assignment order, ISR = the live replicas, leader epoch 0. No live
   replica: it waits.
-- A live leader whose ISR holds dead followers: they leave the ISR (epoch + 1).
+- A live leader whose ISR holds dead followers, or replicas no longer
+  assigned (a reassignment removed them): they leave the ISR (epoch + 1); a
+  leader no longer assigned counts as dead.
 - A dead leader (or none, -1): the first replica in assignment order that is
   alive and in the ISR leads (epoch + 1), ISR = its live members. None: with
   ``unclean.leader.election.enable`` (the topic's, else the broker's) the
@@ -61,7 +63,9 @@ def plan_state_writes(
                     )
                 continue
             state = record.state
-            new = _next_state(state, replicas, live, snap, record.mzxid, unclean(topic))
+            # only assigned replicas count: one that a reassignment removed may still have been
+            # added to the ISR by a leader that had not seen the new assignment yet
+            new = _next_state(state, replicas, live & set(replicas), snap, record.mzxid, unclean(topic))
             if new is not None:
                 writes.append(
                     StateWrite(

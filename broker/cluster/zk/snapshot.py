@@ -49,6 +49,12 @@ class Snapshot:
     configs: dict[str, dict[str, str]] = field(default_factory=dict)
     states: dict[TopicPartition, StateRecord] = field(default_factory=dict)
     deleting: list[str] = field(default_factory=list)
+    # partitions being reassigned (the topic znodes' adding_replicas / removing_replicas)
+    adding: dict[TopicPartition, list[int]] = field(default_factory=dict)
+    removing: dict[TopicPartition, list[int]] = field(default_factory=dict)
+    # /admin/reassign_partitions: {partition: target replicas} and its znode version (-1: absent)
+    reassign_requests: dict[TopicPartition, list[int]] = field(default_factory=dict)
+    reassign_version: int = -1
     problems: list[str] = field(default_factory=list)  # malformed znodes, skipped
 
 
@@ -91,7 +97,9 @@ def read_snapshot(client: KazooClient, watch: Callable[[Any], None]) -> Snapshot
         path: client.get_children_async(path, watch=watch)
         for path in (znodes.BROKER_IDS, znodes.TOPICS, znodes.DELETE_TOPICS)
     }
-    controller, controller_epoch = _get_all(client, [znodes.CONTROLLER, znodes.CONTROLLER_EPOCH], watch)
+    controller, controller_epoch, reassign = _get_all(
+        client, [znodes.CONTROLLER, znodes.CONTROLLER_EPOCH, znodes.REASSIGN_PARTITIONS], watch
+    )
     lists: dict[str, list[str]] = {}
     for path, result in children.items():
         try:
@@ -109,6 +117,13 @@ def read_snapshot(client: KazooClient, watch: Callable[[Any], None]) -> Snapshot
             snap.controller_epoch_version = controller_epoch[1].version
         except ValueError as exc:
             snap.problems.append(f"controller epoch: {exc}")
+
+    if reassign is not None:
+        snap.reassign_version = reassign[1].version
+        try:
+            snap.reassign_requests = znodes.decode_reassignments(reassign[0])
+        except ValueError as exc:
+            snap.problems.append(str(exc))
 
     broker_ids = [int(c) for c in lists[znodes.BROKER_IDS] if c.isdigit()]
     topics = lists[znodes.TOPICS]
@@ -138,6 +153,10 @@ def read_snapshot(client: KazooClient, watch: Callable[[Any], None]) -> Snapshot
             snap.problems.append(str(exc))
             continue
         snap.assignments[topic] = decoded.replicas
+        for index, replicas in decoded.adding.items():
+            snap.adding[(topic, index)] = replicas
+        for index, replicas in decoded.removing.items():
+            snap.removing[(topic, index)] = replicas
         snap.topic_versions[topic] = assigned[1].version
         if decoded.topic_id is not None:
             snap.topic_ids[topic] = decoded.topic_id

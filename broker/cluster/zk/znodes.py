@@ -8,7 +8,9 @@
                                                    "rack":null,"jmx_port":-1,"timestamp":"<ms>"}
     /brokers/topics/<t>                           {"version":3,"topic_id":"<base64>",
                                                    "partitions":{"0":[1,2,3],...},
-                                                   "adding_replicas":{},"removing_replicas":{}}
+                                                   "adding_replicas":{"0":[4]},"removing_replicas":{"0":[1]}}
+    /admin/reassign_partitions                    {"version":1,"partitions":[{"topic":T,"partition":P,
+                                                   "replicas":[...]},...]} (reassignments asked through ZooKeeper)
     /brokers/topics/<t>/partitions/<p>/state      {"controller_epoch":C,"leader":L,"version":1,
                                                    "leader_epoch":E,"isr":[...]}
     /config/topics/<t>                            {"version":1,"config":{"retention.ms":"..."}}
@@ -18,6 +20,10 @@
 The creation zxid of /brokers/ids/<id> is the broker epoch; the znode version
 of a partition state is its partition epoch, used for conditional writes. A
 topic written by Kafka before 2.8 has no "topic_id"; the controller adds one.
+While a partition is reassigned its replica list is the target replicas
+followed by the original ones not in the target; ``adding_replicas`` and
+``removing_replicas`` name the differences (only partitions being reassigned
+appear in them).
 Decoders raise `ValueError` on anything malformed.
 """
 
@@ -26,7 +32,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from broker.cluster.view import BrokerNode
 from storage import topic_ids
@@ -38,6 +44,7 @@ BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 CONFIG_TOPICS = "/config/topics"
 DELETE_TOPICS = "/admin/delete_topics"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 PERSISTENT_PATHS = (BROKER_IDS, TOPICS, CONFIG_TOPICS, DELETE_TOPICS, "/cluster")
 
@@ -147,19 +154,28 @@ def decode_broker(node_id: int, data: bytes) -> BrokerNode:
 
 @dataclass(frozen=True, slots=True)
 class TopicAssignment:
-    """A topic znode: its ID (None if written by a Kafka without IDs) and each partition's replicas."""
+    """A topic znode: its ID (None if written by a Kafka without IDs), each partition's replicas and,
+    for partitions being reassigned, the replicas being added and removed."""
 
     topic_id: uuid.UUID | None
     replicas: dict[int, list[int]]
+    adding: dict[int, list[int]] = field(default_factory=dict)
+    removing: dict[int, list[int]] = field(default_factory=dict)
 
 
-def encode_assignment(assignment: dict[int, list[int]], topic_id: uuid.UUID | None) -> bytes:
+def encode_assignment(
+    assignment: dict[int, list[int]],
+    topic_id: uuid.UUID | None,
+    adding: dict[int, list[int]] | None = None,
+    removing: dict[int, list[int]] | None = None,
+) -> bytes:
+    """The topic znode; ``adding``/``removing``: partitions being reassigned (empty lists are left out)."""
     doc: dict[str, object] = {"version": 3}
     if topic_id is not None:
         doc["topic_id"] = topic_ids.to_text(topic_id)
     doc["partitions"] = {str(p): replicas for p, replicas in sorted(assignment.items())}
-    doc["adding_replicas"] = {}
-    doc["removing_replicas"] = {}
+    doc["adding_replicas"] = {str(p): r for p, r in sorted((adding or {}).items()) if r}
+    doc["removing_replicas"] = {str(p): r for p, r in sorted((removing or {}).items()) if r}
     return json.dumps(doc).encode()
 
 
@@ -180,7 +196,18 @@ def decode_assignment(topic: str, data: bytes) -> TopicAssignment:
         out[int(key)] = _int_list(replicas, f"topic {topic} partition {key}")
     if sorted(out) != list(range(len(out))):
         raise ValueError(f"topic {topic}: partitions are not 0..{len(out) - 1}")
-    return TopicAssignment(topic_id, out)
+    changes = []
+    for name in ("adding_replicas", "removing_replicas"):
+        given = doc.get(name) or {}
+        if not isinstance(given, dict):
+            raise ValueError(f"topic {topic}: {name} is not an object")
+        parsed = {}
+        for key, replicas in given.items():
+            if not str(key).isdigit() or int(key) not in out:
+                raise ValueError(f"topic {topic}: {name} of partition {key!r}")
+            parsed[int(key)] = _int_list(replicas, f"topic {topic} {name} of {key}")
+        changes.append({p: r for p, r in parsed.items() if r})
+    return TopicAssignment(topic_id, out, changes[0], changes[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,3 +291,34 @@ def decode_producer_id_block_end(data: bytes) -> int:
     if not data:
         return -1
     return int(_load(data, "producer id block")["block_end"])
+
+
+# -- /admin/reassign_partitions -----------------------------------------------------------------
+
+
+def encode_reassignments(targets: dict[tuple[str, int], list[int]]) -> bytes:
+    return json.dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(targets.items())
+            ],
+        }
+    ).encode()
+
+
+def decode_reassignments(data: bytes) -> dict[tuple[str, int], list[int]]:
+    """{(topic, partition): target replicas} of ``/admin/reassign_partitions``."""
+    doc = _load(data, "reassign_partitions")
+    entries = doc.get("partitions")
+    if not isinstance(entries, list):
+        raise ValueError("reassign_partitions: no partitions list")
+    out: dict[tuple[str, int], list[int]] = {}
+    for entry in entries:
+        if not isinstance(entry, dict):
+            raise ValueError(f"reassign_partitions: entry {entry!r}")
+        topic, partition = entry.get("topic"), entry.get("partition")
+        if not isinstance(topic, str) or not isinstance(partition, int):
+            raise ValueError(f"reassign_partitions: entry {entry!r}")
+        out[(topic, partition)] = _int_list(entry.get("replicas"), f"reassign_partitions {topic}-{partition}")
+    return out
