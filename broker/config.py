@@ -166,6 +166,12 @@ KEYS: dict[str, Key] = {
     for k in (
         Key("node.id", _int, 0, "this broker's id"),
         Key("broker.id", _int, 0, "alias of node.id"),
+        Key(
+            "broker.rack",
+            _str,
+            "",
+            "this broker's rack (empty: none); replicas of new partitions are spread over racks",
+        ),
         Key("host", _str, "127.0.0.1", "address to listen on"),
         Key("port", _int, 9092, "port to listen on"),
         Key("advertised.host", _str, "", "host clients are told to connect to (default: host)"),

@@ -1,4 +1,5 @@
-"""Real-client helpers for the cluster tests: topics, numbered records, reading everything back."""
+"""Real-client helpers for the cluster tests: topics, numbered records, reading everything back,
+brokers' racks."""
 
 from __future__ import annotations
 
@@ -30,6 +31,13 @@ def partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, list[
     md = AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET}).list_topics(topic, timeout=10)
     t = md.topics[topic]
     return {p.id: (p.leader, list(p.replicas), list(p.isrs)) for p in t.partitions.values()}
+
+
+def broker_racks(bootstrap: str) -> dict[int, str | None]:
+    """{broker id: its rack} as the cluster answers DescribeCluster (confluent-kafka's admin)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET})
+    described = admin.describe_cluster(request_timeout=10).result(15)
+    return {node.id: node.rack for node in described.nodes}
 
 
 def wait_for(check, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]

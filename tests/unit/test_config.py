@@ -46,6 +46,14 @@ def test_bad_config_names_the_key(tmp_path: Path, text: str, message: str) -> No
         BrokerConfig.load(f)
 
 
+def test_rack(tmp_path: Path) -> None:
+    f = tmp_path / "p"
+    f.write_text("broker.rack=eu-1a\n")
+    cfg = BrokerConfig.load(f)
+    assert cfg["broker.rack"] == "eu-1a" and "broker.rack" not in cfg.ignored
+    assert BrokerConfig.load()["broker.rack"] == ""
+
+
 def test_missing_file() -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         BrokerConfig.load("/nonexistent/server.properties")
