@@ -17,7 +17,9 @@ Behavior:
   or without auto-creation, as Kafka). `__transaction_state` is created as
   the transaction coordinator creates it, `__consumer_offsets` only by the
   broker; until a new topic has leaders here: LEADER_NOT_AVAILABLE (also when
-  another broker created it at the same moment).
+  another broker created it at the same moment). A creation that fails
+  answers its error, as Kafka's auto-creation in ZooKeeper mode (e.g.
+  UNKNOWN_SERVER_ERROR while only some brokers have a rack to place it by).
 - By ID (v12+, a non-zero topic_id): known IDs are described under their
   names, an unknown one answers UNKNOWN_TOPIC_ID with a null name; as in
   Kafka, once any topic is asked for by ID the names in the request are not
