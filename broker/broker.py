@@ -112,6 +112,8 @@ class Broker:
         )
         self.replicas = ReplicaManager(self.logs, self.node_id, int(config["producer.id.expiration.ms"]))
         self.rack: str | None = str(config["broker.rack"]) or None  # registered in ZooKeeper, in Metadata
+        # KIP-392: leaders point consumers at a replica in their rack (broker/replica/selector.py)
+        self.replica_selector: str | None = str(config["replica.selector.class"]) or None
         # an advertised port of 0 is the bound one: the server fills it in once listening
         self._listeners = config.served_listeners()
         node = self._node({})
