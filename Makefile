@@ -69,8 +69,9 @@ run: $(RUN_STAMP)
 	$(BIN)/python -m broker --data-dir $(DATA_DIR) --host 127.0.0.1 --port $(PORT)
 
 # ZooKeeper and three brokers on 127.0.0.1:9092-9094, data in $(DATA_DIR)/broker-N; Ctrl-C stops them all.
+# CLUSTER_ARGS: more flags of broker.dev_cluster, e.g. "--brokers 6 --racks a,b,c".
 cluster: $(RUN_STAMP) zookeeper-tools
-	$(BIN)/python -m broker.dev_cluster --data-dir $(DATA_DIR)
+	$(BIN)/python -m broker.dev_cluster --data-dir $(DATA_DIR) $(CLUSTER_ARGS)
 
 test: $(TEST_STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest -q

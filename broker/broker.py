@@ -111,6 +111,9 @@ class Broker:
             cleaner_dedupe_buffer_bytes=int(config["log.cleaner.dedupe.buffer.size"]),
         )
         self.replicas = ReplicaManager(self.logs, self.node_id, int(config["producer.id.expiration.ms"]))
+        self.rack: str | None = str(config["broker.rack"]) or None  # registered in ZooKeeper, in Metadata
+        # KIP-392: leaders point consumers at a replica in their rack (broker/replica/selector.py)
+        self.replica_selector: str | None = str(config["replica.selector.class"]) or None
         # an advertised port of 0 is the bound one: the server fills it in once listening
         self._listeners = config.served_listeners()
         node = self._node({})
@@ -201,7 +204,7 @@ class Broker:
         )
         _, host, port = endpoints[0]
         protocols = tuple((lst.name, lst.protocol) for lst in self._listeners)
-        return BrokerNode(self.node_id, host, port, None, endpoints, protocols)
+        return BrokerNode(self.node_id, host, port, self.rack, endpoints, protocols)
 
     def advertise(self, bound: dict[str, int]) -> None:
         """Tell clients the bound ports (the server calls this once its listening sockets are bound)."""

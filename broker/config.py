@@ -146,6 +146,17 @@ def _mechanisms(v: str) -> str:
     return ",".join(names)
 
 
+REPLICA_SELECTORS = ("org.apache.kafka.common.replica.RackAwareReplicaSelector",)
+
+
+def _replica_selector(v: str) -> str:
+    """replica.selector.class: empty (consumers read from leaders only) or Kafka's rack-aware selector."""
+    s = v.strip()
+    if s and s not in REPLICA_SELECTORS:
+        raise ValueError(f"expected empty (leaders only) or {REPLICA_SELECTORS[0]}")
+    return s
+
+
 def _authorizer(v: str) -> str:
     s = v.strip()
     if s and s not in _AUTHORIZERS:
@@ -166,6 +177,19 @@ KEYS: dict[str, Key] = {
     for k in (
         Key("node.id", _int, 0, "this broker's id"),
         Key("broker.id", _int, 0, "alias of node.id"),
+        Key(
+            "broker.rack",
+            _str,
+            "",
+            "this broker's rack (empty: none); replicas of new partitions are spread over racks",
+        ),
+        Key(
+            "replica.selector.class",
+            _replica_selector,
+            "",
+            "org.apache.kafka.common.replica.RackAwareReplicaSelector: point consumers that give their "
+            "client.rack at an in-sync replica in their rack (empty: they read from the leader)",
+        ),
         Key("host", _str, "127.0.0.1", "address to listen on"),
         Key("port", _int, 9092, "port to listen on"),
         Key("advertised.host", _str, "", "host clients are told to connect to (default: host)"),

@@ -2,9 +2,14 @@
 
     python -m broker.dev_cluster [--brokers 3] [--data-dir ./data] [--first-port 9092]
                                  [--zookeeper HOST:PORT | --zookeeper-port 2181]
+                                 [--racks RACK,RACK,...]
 
 Broker n (1..N) listens on 127.0.0.1:(first-port + n - 1) with its data in
-``<data-dir>/broker-<n>``. Unless ``--zookeeper`` names a running ensemble,
+``<data-dir>/broker-<n>``. ``--racks`` gives the brokers a ``broker.rack``
+each, in turn: with ``--brokers 6 --racks a,b,c`` brokers 1 and 4 are in
+rack a, 2 and 5 in b, 3 and 6 in c (other settings, such as
+``MINIKAFKA_REPLICA_SELECTOR_CLASS``, come from the environment, which every
+broker inherits). Unless ``--zookeeper`` names a running ensemble,
 Debian's ZooKeeper (package ``zookeeper``) is started as a plain Java process
 with its data in ``<data-dir>/zookeeper``. Every process's output goes to
 ``<data-dir>/<name>.log``. SIGINT/SIGTERM stop the brokers (cleanly, SIGTERM)
@@ -119,7 +124,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--zookeeper", help="HOST:PORT of a running ZooKeeper (default: start one)")
     p.add_argument("--zookeeper-port", type=int, default=2181)
     p.add_argument("--session-timeout-ms", type=int, default=6000)
+    p.add_argument(
+        "--racks", default="", help="comma-separated broker.rack values, given to the brokers in turn"
+    )
     args = p.parse_args(argv)
+    racks = [r.strip() for r in args.racks.split(",") if r.strip()]
     data = Path(args.data_dir)
     data.mkdir(parents=True, exist_ok=True)
     stopping = False
@@ -144,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
                 "MINIKAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS": str(args.session_timeout_ms),
                 "MINIKAFKA_NODE_ID": str(n),
             }
+            if racks:
+                env["MINIKAFKA_BROKER_RACK"] = racks[(n - 1) % len(racks)]
             port = args.first_port + n - 1
             with open(data / f"broker-{n}.log", "ab") as log:
                 brokers.append(
@@ -163,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
                         start_new_session=True,
                     )
                 )
+            rack = f", rack {env['MINIKAFKA_BROKER_RACK']}" if racks else ""
             print(
-                f"broker {n} on 127.0.0.1:{port}, data in {data / f'broker-{n}'}, log {data / f'broker-{n}.log'}"
+                f"broker {n} on 127.0.0.1:{port}{rack}, data in {data / f'broker-{n}'},"
+                f" log {data / f'broker-{n}.log'}"
             )
         print(f"ZooKeeper at {connect}; Ctrl-C stops everything", flush=True)
         while not stopping:

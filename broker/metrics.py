@@ -8,7 +8,12 @@ path pays one `is None` check. Exposed families (all prefixed `minikafka_`):
   request_latency_seconds{api} (histogram, decode to response queued);
 - topic_bytes_in_total / topic_records_in_total{topic} (appended batches),
   topic_bytes_out_total / topic_records_out_total{topic} (fetched batches;
-  records counted from batch headers, never by decoding records);
+  records counted from batch headers, never by decoding records; follower
+  fetches included);
+- consumer_fetch_bytes_total{topic,served_as}: the record bytes of consumer
+  fetches only, by whether this broker served them as the partition's
+  ``leader`` or as a ``follower`` (KIP-392 follower fetching: a consumer with
+  client.rack reading from a replica in its rack);
 - log_size_bytes / log_end_offset / log_start_offset{topic,partition},
   connections, parked_fetches, consumer_groups, group_members{group},
   group_lag{group,topic,partition} (high watermark minus committed offset),
@@ -153,6 +158,12 @@ class BrokerMetrics:
         self.records_in = Counter("minikafka_topic_records_in", "records appended", ["topic"], registry=r)
         self.bytes_out = Counter("minikafka_topic_bytes_out", "bytes fetched", ["topic"], registry=r)
         self.records_out = Counter("minikafka_topic_records_out", "records fetched", ["topic"], registry=r)
+        self.consumer_bytes = Counter(
+            "minikafka_consumer_fetch_bytes",
+            "record bytes fetched by consumers, served by this broker as the leader or a follower",
+            ["topic", "served_as"],
+            registry=r,
+        )
         r.register(_StateCollector(broker))
         self._server: Any = None
 
@@ -180,6 +191,10 @@ class BrokerMetrics:
         self.bytes_in.labels(topic).inc(size)
         self.records_in.labels(topic).inc(records)
 
-    def fetched(self, topic: str, size: int, records: int) -> None:
+    def fetched(self, topic: str, size: int, records: int, served_as: str | None = None) -> None:
+        """A fetch answered ``records`` records in ``size`` bytes; ``served_as``: "leader" or
+        "follower" for a consumer's fetch, None for a follower's (replication)."""
         self.bytes_out.labels(topic).inc(size)
         self.records_out.labels(topic).inc(records)
+        if served_as is not None:
+            self.consumer_bytes.labels(topic, served_as).inc(size)

@@ -7,7 +7,8 @@ Files are kafka-reassign-partitions' JSON:
 
 - ``--generate --topics-to-move-json-file F --broker-list 4,5,6``: prints the
   current assignment of those topics and a proposed one on the listed brokers
-  (Kafka's placement, same replication factor); nothing changes.
+  (Kafka's placement, rack-aware when the brokers have racks unless
+  ``--disable-rack-aware``, same replication factor); nothing changes.
 - ``--execute --reassignment-json-file F``: prints the current assignment
   (keep it to roll back) and starts the moves; refused while other
   reassignments are in progress unless ``--additional``.
@@ -38,6 +39,7 @@ from client.admin import AdminClient
 from client.cli_support import CliError, add_common, admin_client, emit_json
 from client.errors import KafkaError
 from client.types import TopicPartition
+from protocol.errors import KafkaError as PlacementError
 from protocol.placement import assign_replicas
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
@@ -55,6 +57,7 @@ def add_reassign_parser(psub: Any) -> None:
     p.add_argument("--reassignment-json-file", type=Path, metavar="FILE")
     p.add_argument("--topics-to-move-json-file", type=Path, metavar="FILE")
     p.add_argument("--broker-list", metavar="IDS", help="with --generate: the brokers to place replicas on")
+    p.add_argument("--disable-rack-aware", action="store_true", help="with --generate: ignore racks")
     p.add_argument(
         "--additional", action="store_true", help="with --execute: beside reassignments in progress"
     )
@@ -148,13 +151,15 @@ def _generate(admin: AdminClient, args: argparse.Namespace) -> int:
     except ValueError:
         raise CliError(f"--broker-list: not a list of broker ids: {args.broker_list!r}") from None
     current = _current(admin, topics)
+    known = {b.node_id: b.rack for b in admin.describe_cluster().brokers}
+    racks = None if args.disable_rack_aware else {b: known.get(b) for b in brokers}
     proposed: dict[TopicPartition, list[int]] = {}
     for topic in sorted(topics):
         parts = sorted(tp.partition for tp in current if tp.topic == topic)
         rf = len(current[TopicPartition(topic, parts[0])]) if parts else 1
         try:
-            placed = assign_replicas(len(parts), rf, brokers)
-        except Exception as exc:  # KafkaError of the placement: fewer brokers than replicas
+            placed = assign_replicas(len(parts), rf, brokers, racks=racks)
+        except PlacementError as exc:  # fewer brokers than replicas, racks on some brokers only
             raise CliError(f"topic {topic}: {exc}") from None
         proposed.update({TopicPartition(topic, p): placed[p] for p in parts})
     if args.json:

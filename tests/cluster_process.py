@@ -4,7 +4,8 @@
 Java process on a free 127.0.0.1 port with its own data dir; it is ready when
 the ``srvr`` four-letter command reports standalone mode. `Cluster` starts N
 brokers (`tests.broker_process.BrokerProcess`) as members, node ids 1..N,
-each with its own data dir. Everything stops when the test's context exits.
+each with its own data dir, and optionally its own ``broker.rack``, settings and a
+Prometheus metrics port. Everything stops when the test's context exits.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
+from broker.config import env_name
 from broker.dev_cluster import ZOOKEEPER_JAR, start_zookeeper, stop
 from tests.broker_process import BrokerProcess, free_port
 
@@ -70,11 +73,30 @@ class ZooKeeperProcess:
 
 
 class Cluster:
-    """``size`` brokers (node ids 1..size) of one cluster on one ZooKeeper."""
+    """``size`` brokers (node ids 1..size) of one cluster on one ZooKeeper.
 
-    def __init__(self, directory: Path, zookeeper: ZooKeeperProcess, size: int = 3, **config: str) -> None:
+    ``config``: broker keys for every broker (dots as underscores); ``racks``:
+    {node id: its broker.rack}; ``broker_config``: {node id: {key: value}} for
+    single brokers (Kafka's key names); ``metrics``: give each broker a metrics
+    port (``metrics_ports``, for `metrics_url`).
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        zookeeper: ZooKeeperProcess,
+        size: int = 3,
+        *,
+        racks: Mapping[int, str] | None = None,
+        broker_config: Mapping[int, Mapping[str, str]] | None = None,
+        metrics: bool = False,
+        **config: str,
+    ) -> None:
         self.zookeeper = zookeeper
         self.directory = directory
+        self.racks = dict(racks or {})
+        self.broker_config = {node: dict(keys) for node, keys in (broker_config or {}).items()}
+        self.metrics_ports = {node: free_port() for node in range(1, size + 1)} if metrics else {}
         self.config = {
             "MINIKAFKA_ZOOKEEPER_CONNECT": zookeeper.connect_string,
             "MINIKAFKA_ZOOKEEPER_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
@@ -84,13 +106,24 @@ class Cluster:
             **{f"MINIKAFKA_{k.upper().replace('.', '_')}": v for k, v in config.items()},
         }
         self.brokers = {
-            node: BrokerProcess(
-                directory / f"broker-{node}" / "data", env={**self.config, "MINIKAFKA_NODE_ID": str(node)}
-            )
+            node: BrokerProcess(directory / f"broker-{node}" / "data", env=self._env(node))
             for node in range(1, size + 1)
         }
         for b in self.brokers.values():
             b.data_dir.parent.mkdir(parents=True, exist_ok=True)
+
+    def _env(self, node: int) -> dict[str, str]:
+        """The environment of broker ``node``: the common settings, then its own."""
+        env = {**self.config, "MINIKAFKA_NODE_ID": str(node)}
+        env.update({env_name(key): value for key, value in self.broker_config.get(node, {}).items()})
+        if node in self.racks:
+            env["MINIKAFKA_BROKER_RACK"] = self.racks[node]
+        if node in self.metrics_ports:
+            env["MINIKAFKA_METRICS_PORT"] = str(self.metrics_ports[node])
+        return env
+
+    def metrics_url(self, node: int) -> str:
+        return f"http://127.0.0.1:{self.metrics_ports[node]}/metrics"
 
     @property
     def bootstrap(self) -> str:
@@ -122,9 +155,7 @@ class Cluster:
 
     def add_broker(self, node: int, timeout: float = 30.0) -> None:
         """Start one more broker (node id ``node``) in this cluster and wait until it is registered."""
-        broker = BrokerProcess(
-            self.directory / f"broker-{node}" / "data", env={**self.config, "MINIKAFKA_NODE_ID": str(node)}
-        )
+        broker = BrokerProcess(self.directory / f"broker-{node}" / "data", env=self._env(node))
         broker.data_dir.parent.mkdir(parents=True, exist_ok=True)
         self.brokers[node] = broker
         broker.start()

@@ -1,16 +1,25 @@
 """Replica assignment: checks of requested replica lists, placement of added partitions, and a
 partition's full assignment while it is reassigned (`FullAssignment`). Kafka's placement itself is
-`protocol.placement.assign_replicas`, shared with the tools.
+`protocol.placement` (`assign_replicas`, rack-aware when brokers have racks), shared with the tools.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode, KafkaError
-from protocol.placement import assign_replicas
+from protocol.placement import MixedRacks, assign_replicas, check_racks
 from storage.topic_registry import check_partition_increase
+
+__all__ = [
+    "FullAssignment",
+    "MixedRacks",
+    "added_partitions",
+    "assign_replicas",
+    "check_racks",
+    "check_replicas",
+]
 
 
 def check_replicas(
@@ -39,13 +48,17 @@ def added_partitions(
     count: int,
     given: Sequence[Sequence[int]] | None,
     live: Sequence[int],
+    racks: Mapping[int, str | None] | None = None,
 ) -> dict[int, list[int]]:
     """{new partition: replicas} raising ``name`` from ``existing`` to ``count`` partitions (CreatePartitions).
 
     ``given``: the replicas asked for, one list per new partition, checked
-    like Kafka checks them; None: placed by `assign_replicas`, continuing
-    from the broker that leads partition 0 by preference. Raises `KafkaError`
-    INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT or INVALID_REPLICATION_FACTOR.
+    like Kafka checks them; None: placed by `assign_replicas` (rack-aware with
+    ``racks``), continuing from the broker that leads partition 0 by
+    preference: its position among the live brokers sorted by id is the fixed
+    start index, which Kafka then applies to the rack-alternated list too.
+    Raises `KafkaError` INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT or
+    INVALID_REPLICATION_FACTOR, or `MixedRacks`.
     """
     current = len(existing)
     check_partition_increase(name, current, count)
@@ -54,7 +67,9 @@ def added_partitions(
         ids = sorted(live)
         first = existing[0][0] if existing.get(0) else -1
         start = next((i for i, b in enumerate(ids) if b >= first), 0)
-        return assign_replicas(count - current, factor, ids, start_index=start, first_partition=current)
+        return assign_replicas(
+            count - current, factor, ids, racks=racks, start_index=start, first_partition=current
+        )
     if len(given) != count - current:
         raise KafkaError(
             f"Increasing the number of partitions by {count - current} but {len(given)} assignments provided.",

@@ -2,9 +2,13 @@
 
 Behavior:
 - Raises a topic's partition count to ``count``; the new partitions are
-  empty and led like any other (cluster: placed by Kafka's round robin
-  continuing from partition 0's first replica, unless ``assignments`` names
-  their replicas).
+  empty and led like any other (cluster: placed by Kafka's round robin,
+  rack-aware when the brokers have racks, continuing from partition 0's
+  first replica, unless ``assignments`` names their replicas).
+- While some live brokers have a ``broker.rack`` and others do not, every
+  topic of the request answers UNKNOWN_SERVER_ERROR, assignments given or
+  not, as Kafka (ZooKeeper mode) fails the whole request when it reads the
+  brokers' racks; Kafka's answer has no message, this one says why.
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; ``count`` not above the current
   count (or above the maximum): INVALID_PARTITIONS; assignments of the wrong
   number, or naming brokers that are not distinct live ones, or a replica
@@ -29,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker import registry
+from broker.cluster.assignment import MixedRacks, check_racks
 from broker.cluster.view import INTERNAL_TOPICS
 from broker.context import RequestContext
 from broker.security.acls import AclOperation, ResourceType
@@ -55,6 +60,11 @@ def _add(ctx: RequestContext, t: Any, validate_only: bool, quota: MutationQuota 
 
 
 def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+    try:
+        check_racks({b.node_id: b.rack for b in ctx.broker.cluster.brokers()})
+    except MixedRacks as exc:  # Kafka fails the whole request before looking at any topic
+        results = [{"name": t.name, "error_code": exc.code, "error_message": str(exc)} for t in req.topics]
+        return {"throttle_time_ms": 0, "results": results}
     quota = ctx.broker.security.quotas.mutation_quota(ctx, STRICT_QUOTA_SINCE)
     results = per_topic(req.topics, lambda t: _add(ctx, t, req.validate_only, quota))
     answer = {"throttle_time_ms": 0, "results": results}

@@ -11,6 +11,10 @@ Behavior:
   TOPIC_ALREADY_EXISTS; the same name twice in one request: INVALID_REQUEST.
   The name is checked first (illegal, then existing), as Kafka does, so a
   topic that exists answers TOPIC_ALREADY_EXISTS whatever else is asked.
+- Placement (no assignments given): Kafka's, rack-aware when the live brokers
+  have a ``broker.rack`` (`broker.cluster.assignment`); while only some of
+  them have one the topic answers UNKNOWN_SERVER_ERROR, as Kafka does
+  (ZooKeeper mode; its answer carries no message, this one says why).
 - validate_only checks everything and creates nothing.
 - v5+: a topic that is (or, with validate_only, would be) created is answered
   with its partition count, replication factor and every topic config with

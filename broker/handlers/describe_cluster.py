@@ -3,7 +3,8 @@
 Behavior:
 - The cluster id, the controller (the ZooKeeper controller in a cluster, this
   broker on its own) and every live broker at its address on the listener the
-  request came in on, as Metadata lists them.
+  request came in on, as Metadata lists them, each with its rack
+  (``broker.rack``; null when it has none).
 - cluster_authorized_operations when asked: the cluster operations the
   principal may perform (every one without an authorizer, as Kafka), 0 when
   it may not DESCRIBE the cluster; otherwise INT32_MIN. Nothing else is

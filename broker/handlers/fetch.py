@@ -12,7 +12,20 @@ Behavior:
   A consumer between the high watermark and the log end offset (a leader that
   just took over may have a lower HW than the one before it) gets no records
   and no error, as Kafka answers: resetting it would make it read again.
-- A partition this broker hosts but does not lead: NOT_LEADER_OR_FOLLOWER.
+- A partition this broker hosts but does not lead: NOT_LEADER_OR_FOLLOWER for
+  followers and for consumers before v11. From v11 a consumer's fetch carries
+  client metadata (its rack), and any local replica serves it, as Kafka's
+  fetchOnlyLeader rule has it (KIP-392): a follower reads up to its own high
+  watermark (read_committed: its own LSO, from the transactions and markers it
+  replicated, with its own aborted-transaction index), and answers an offset
+  outside its log OFFSET_OUT_OF_RANGE, as any replica does.
+- Preferred read replica (v11+, ``replica.selector.class`` set to Kafka's
+  RackAwareReplicaSelector): a leader answers a consumer that gives a rack_id
+  with preferred_read_replica = the in-sync follower in that rack that has
+  the fetch offset (`broker.replica.selector`), no records, the leader's HW,
+  LSO and log start, and the answer is sent at once rather than parked (as
+  Kafka's fetchMessages); -1 (read here) when the leader itself is chosen.
+  Without a selector every answer says -1.
 - Long poll: fewer than min_bytes ready and max_wait_ms > 0 parks the fetch on
   its partitions until an append wakes it or max_wait_ms passes; then it is
   answered with whatever is there. A partition error (out of range, unknown
@@ -23,10 +36,11 @@ Behavior:
   from the transaction index; read_uncommitted reads up to the high watermark
   and gets none. Control batches are returned as stored: clients skip them.
 Version notes: v7+ answer session_id 0 (no incremental fetch sessions) and
-  ignore forgotten_topics_data; v11 answers preferred_read_replica -1.
+  ignore forgotten_topics_data; v11 adds rack_id and preferred_read_replica.
 - Follower fetches (replica_id >= 0) read up to the log end offset, not the
   high watermark; their fetch offset is the follower's LEO, which moves the
-  leader's HW and the ISR (`ReplicaManager.follower_fetched`).
+  leader's HW and the ISR (`ReplicaManager.follower_fetched`, which also keeps
+  the follower's log start offset for the replica selector).
 - v9+ current_leader_epoch older than the partition's: FENCED_LEADER_EPOCH;
   newer: UNKNOWN_LEADER_EPOCH.
 - v12+ last_fetched_epoch (>= 0): if this log's end offset for that epoch is
@@ -57,14 +71,17 @@ Version notes: v12 is flexible, v13 topic IDs, v15 replica_state instead of
   (broker/security/quotas.py). An answer carries at most the quota's bytes
   over its window (rate x (quota.window.num - 1) x window seconds): Kafka
   caps max_bytes, and min_bytes to that. Follower fetches are exempt.
-Leaves out: fetch sessions, rack-aware preferred read replicas.
+- Metrics (with metrics.port): a consumer's record bytes count in
+  consumer_fetch_bytes_total by whether this broker served them as the
+  partition's leader or as a follower.
+Leaves out: fetch sessions; replica selectors other than Kafka's rack-aware one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from broker import leader_hints, registry
@@ -72,6 +89,7 @@ from broker.authorized_operations import ALL_NAMES, denied
 from broker.context import RequestContext
 from broker.replica import TopicPartition
 from broker.replica.markers import aborted_in, bytes_below, last_stable_offset
+from broker.replica.selector import LEADER, preferred_read_replica
 from broker.security.acls import AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import validate_batches
@@ -81,7 +99,13 @@ READ_COMMITTED = 1
 
 
 def _partition(
-    index: int, code: int, hw: int = -1, start: int = -1, records: bytes | memoryview = b"", lso: int = -1
+    index: int,
+    code: int,
+    hw: int = -1,
+    start: int = -1,
+    records: bytes | memoryview = b"",
+    lso: int = -1,
+    preferred: int = -1,
 ) -> dict[str, Any]:
     return {
         "partition_index": index,
@@ -90,7 +114,7 @@ def _partition(
         "last_stable_offset": lso,
         "log_start_offset": start,
         "aborted_transactions": [] if code == 0 else None,
-        "preferred_read_replica": -1,
+        "preferred_read_replica": preferred,
         "records": records,
     }
 
@@ -138,20 +162,38 @@ def _budget(ctx: RequestContext, req: Any) -> int:
     return budget
 
 
+def _rack_of(ctx: RequestContext) -> Callable[[int], str | None]:
+    """A broker's rack as the consumer's listener shows it (None: no rack, not registered, or no
+    endpoint on that listener), for `preferred_read_replica`."""
+    cluster, listener = ctx.broker.cluster, ctx.listener
+
+    def rack_of(node_id: int) -> str | None:
+        node = cluster.broker(node_id)
+        return node.rack if node is not None and node.address(listener) is not None else None
+
+    return rack_of
+
+
 def _read(
     ctx: RequestContext,
     req: Any,
     names: list[str | None],
     forbidden: Collection[str | None],
     budget: int,
-) -> tuple[list[dict[str, Any]], int, bool]:
-    """(topic responses, record bytes in them, whether any partition answers an error)."""
+) -> tuple[list[dict[str, Any]], int, bool, bool]:
+    """(topic responses, record bytes in them, whether any partition answers an error, whether
+    any names a preferred read replica)."""
     broker = ctx.broker
     total = 0
-    errored = False
+    errored = redirected = False
     responses = []
     replica_id = _replica_id(ctx.version, req)
     follower = replica_id >= 0
+    # Kafka's fetchOnlyLeader: consumers with client metadata (v11+) may read any replica
+    leader_only = follower or ctx.version < 11
+    client_rack = "" if leader_only or broker.replica_selector is None else req.rack_id
+    rack_of = _rack_of(ctx) if client_rack else None
+    local = broker.replicas.leader if leader_only else broker.replicas.partition
     committed = not follower and req.isolation_level == READ_COMMITTED
     now_ms = int(time.time() * 1000)
     for topic, name in zip(req.topics, names, strict=True):
@@ -165,9 +207,21 @@ def _read(
             try:
                 if name is None:
                     raise KafkaError("unknown topic id", ErrorCode.UNKNOWN_TOPIC_ID)
-                part = broker.replicas.leader(name, p.partition)
+                part = local(name, p.partition)
                 part.check_epoch(p.get("current_leader_epoch", -1))
                 plog = part.log
+                if rack_of is not None and part.is_leader:
+                    preferred = preferred_read_replica(part, client_rack, p.fetch_offset, now_ms, rack_of)
+                    if preferred != LEADER:  # no records: the consumer goes there (and asks at once)
+                        hw = plog.high_watermark
+                        lso = last_stable_offset(part)
+                        parts.append(
+                            _partition(
+                                p.partition, 0, hw, plog.log_start_offset, lso=lso, preferred=preferred
+                            )
+                        )
+                        redirected = True
+                        continue
                 diverging = _diverging(plog, p) if p.get("last_fetched_epoch", -1) >= 0 else None
                 if diverging is not None:
                     hw = plog.high_watermark
@@ -176,7 +230,9 @@ def _read(
                     parts.append(result)
                     continue
                 if follower:
-                    broker.replicas.follower_fetched(part, replica_id, p.fetch_offset, now_ms)
+                    broker.replicas.follower_fetched(
+                        part, replica_id, p.fetch_offset, now_ms, p.get("log_start_offset", -1)
+                    )
                 hw = plog.high_watermark
                 lso = last_stable_offset(part)
                 start = plog.log_start_offset
@@ -204,7 +260,8 @@ def _read(
                     total += len(records)
                     if broker.metrics is not None and records:
                         count = sum(h.record_count for h in validate_batches(records, check_crc=False))
-                        broker.metrics.fetched(name, len(records), count)
+                        served = None if follower else ("leader" if part.is_leader else "follower")
+                        broker.metrics.fetched(name, len(records), count, served)
                 result = _partition(p.partition, 0, hw, start, records, lso)
                 if committed and records:
                     result["aborted_transactions"] = aborted_in(plog, p.fetch_offset, lso)
@@ -216,7 +273,7 @@ def _read(
                 parts.append(result)
                 errored = True
         responses.append({"topic": name, "topic_id": topic.get("topic_id"), "partitions": parts})
-    return responses, total, errored
+    return responses, total, errored, redirected
 
 
 def _answer(ctx: RequestContext, req: Any, responses: list[dict[str, Any]], errored: bool) -> dict[str, Any]:
@@ -241,8 +298,8 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     forbidden = _forbidden(ctx, req, names)
     budget = _budget(ctx, req)
     min_bytes = min(req.min_bytes, budget)  # as Kafka (fetchMinBytes): never wait for more than may be sent
-    responses, total, errored = _read(ctx, req, names, forbidden, budget)
-    if errored or total >= min_bytes or req.max_wait_ms <= 0:
+    responses, total, errored, redirected = _read(ctx, req, names, forbidden, budget)
+    if errored or redirected or total >= min_bytes or req.max_wait_ms <= 0:
         return _answer(ctx, req, responses, errored)
     return _long_poll(ctx, req, names, forbidden, budget, min_bytes)
 
@@ -271,8 +328,14 @@ async def _long_poll(
                 pass
             finally:
                 broker.replicas.unpark(fut, tps)
-        responses, total, errored = _read(ctx, req, names, forbidden, budget)
-        if errored or total >= min_bytes or time.monotonic() >= deadline or broker.shutting_down:
+        responses, total, errored, redirected = _read(ctx, req, names, forbidden, budget)
+        if (
+            errored
+            or redirected
+            or total >= min_bytes
+            or time.monotonic() >= deadline
+            or broker.shutting_down
+        ):
             return _answer(ctx, req, responses, errored)
 
 

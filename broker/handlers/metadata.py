@@ -1,7 +1,9 @@
 """Metadata: v0-13.
 
 Behavior:
-- Brokers, controller and every partition's leader, leader epoch, replicas,
+- Brokers (each with its ``broker.rack``, null when it has none: a cluster
+  member's from its ZooKeeper registration), controller and every
+  partition's leader, leader epoch, replicas,
   ISR and offline replicas come from the cluster view (one broker: itself,
   leading everything with replicas = ISR = [node id]). A partition with no
   leader answers LEADER_NOT_AVAILABLE with leader -1; one whose leader has no
@@ -15,7 +17,9 @@ Behavior:
   or without auto-creation, as Kafka). `__transaction_state` is created as
   the transaction coordinator creates it, `__consumer_offsets` only by the
   broker; until a new topic has leaders here: LEADER_NOT_AVAILABLE (also when
-  another broker created it at the same moment).
+  another broker created it at the same moment). A creation that fails
+  answers its error, as Kafka's auto-creation in ZooKeeper mode (e.g.
+  UNKNOWN_SERVER_ERROR while only some brokers have a rack to place it by).
 - By ID (v12+, a non-zero topic_id): known IDs are described under their
   names, an unknown one answers UNKNOWN_TOPIC_ID with a null name; as in
   Kafka, once any topic is asked for by ID the names in the request are not
@@ -37,7 +41,6 @@ Version notes: v1 adds rack/controller/is_internal, v2 cluster_id, v3 throttle,
   v11 drops the cluster's operations, v12 lookups by topic ID, v13 a top-level
   error_code (KIP-1102: REBOOTSTRAP_REQUIRED, which no Kafka 4.1 broker sets;
   always 0 here too).
-Leaves out: racks (null).
 """
 
 from __future__ import annotations

@@ -4,8 +4,10 @@ Contracts:
 
 - `partition` answers UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted
   here; `leader` also answers NOT_LEADER_OR_FOLLOWER when this broker hosts it
-  but does not lead it. Produce, consumer Fetch, ListOffsets and DeleteRecords
-  go through `leader`.
+  but does not lead it. Produce, follower Fetch, consumer Fetch before v11,
+  ListOffsets and DeleteRecords go through `leader`; a consumer Fetch v11+
+  (it carries client metadata) through `partition`: any local replica
+  serves it, as Kafka's fetchOnlyLeader rule has it (KIP-392).
 - `append` is the leader's append for everything that writes a partition
   (Produce, the group coordinator): idempotent-producer checks (a duplicate of
   one of the last five batches returns its original offset and appends
@@ -231,14 +233,18 @@ class ReplicaManager:
         return True
 
     # -- replication, leader side ---------------------------------------------------------------
-    def follower_fetched(self, part: Partition, replica_id: int, fetch_offset: int, now_ms: int) -> None:
+    def follower_fetched(
+        self, part: Partition, replica_id: int, fetch_offset: int, now_ms: int, log_start_offset: int = -1
+    ) -> None:
         """A follower fetched from ``fetch_offset``: everything below it is on that replica.
 
-        Updates its LEO and caught-up time, the HW, and asks (`request_isr`) for
-        it to join the ISR when it has caught up to the HW within this leadership.
+        Updates its LEO, log start offset (what its request says) and caught-up
+        time, the HW, and asks (`request_isr`) for it to join the ISR when it has
+        caught up to the HW within this leadership.
         """
         leo = part.log.log_end_offset
         part.follower_leo[replica_id] = min(fetch_offset, leo)
+        part.follower_log_start[replica_id] = log_start_offset
         if fetch_offset >= leo:
             part.caught_up_ms[replica_id] = now_ms
         if replica_id in part.maximal_isr:

@@ -10,8 +10,8 @@ State, all on the event loop thread:
   log at start (see broker/producer_state.py); ``snapshot_offset`` is the offset
   of its newest snapshot.
 - ``waiters``: fetches parked until data arrives (`wake`).
-- As leader: ``follower_leo`` and ``caught_up_ms`` per follower (from their
-  fetch offsets), ``epoch_start`` (the LEO when this leadership began) and
+- As leader: ``follower_leo``, ``follower_log_start`` and ``caught_up_ms`` per
+  follower (from their fetches: fetch offset and log start offset), ``epoch_start`` (the LEO when this leadership began) and
   ``hw_waiters``, acks=all produces waiting for the HW to pass an offset.
 - ``partition_epoch``: the version of the partition's state in the cluster
   metadata (ZooKeeper's znode version), for conditional ISR writes.
@@ -55,6 +55,7 @@ class Partition:
         "snapshot_offset",
         "waiters",
         "follower_leo",
+        "follower_log_start",
         "caught_up_ms",
         "epoch_start",
         "hw_waiters",
@@ -77,6 +78,7 @@ class Partition:
         self.snapshot_offset = -1
         self.waiters: set[asyncio.Future[None]] = set()
         self.follower_leo: dict[int, int] = {}
+        self.follower_log_start: dict[int, int] = {}
         self.caught_up_ms: dict[int, int] = {}
         self.epoch_start = 0
         self.hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
@@ -121,6 +123,7 @@ class Partition:
         if new_term:
             self.epoch_start = self.log.log_end_offset
             self.follower_leo = {}
+            self.follower_log_start = {}
             self.caught_up_ms = {r: now_ms for r in replicas if r != self.local_id}
 
     def become_follower(
@@ -137,6 +140,7 @@ class Partition:
         self.needs_truncation = True
         self.pending_isr = None
         self.follower_leo = {}
+        self.follower_log_start = {}
         self.caught_up_ms = {}
         self.fail_hw_waiters()
         self.wake()

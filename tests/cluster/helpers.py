@@ -1,9 +1,11 @@
-"""Real-client helpers for the cluster tests: topics, numbered records, reading everything back."""
+"""Real-client helpers for the cluster tests: topics, numbered records, reading everything back,
+brokers' racks and metrics."""
 
 from __future__ import annotations
 
 import glob
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +32,27 @@ def partition_metadata(bootstrap: str, topic: str) -> dict[int, tuple[int, list[
     md = AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET}).list_topics(topic, timeout=10)
     t = md.topics[topic]
     return {p.id: (p.leader, list(p.replicas), list(p.isrs)) for p in t.partitions.values()}
+
+
+def broker_racks(bootstrap: str) -> dict[int, str | None]:
+    """{broker id: its rack} as the cluster answers DescribeCluster (confluent-kafka's admin)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": QUIET})
+    described = admin.describe_cluster(request_timeout=10).result(15)
+    return {node.id: node.rack for node in described.nodes}
+
+
+def scrape(url: str, metric: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """{sorted label pairs: value} of every sample named ``metric`` at a Prometheus endpoint."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return {
+        tuple(sorted(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == metric
+    }
 
 
 def wait_for(check, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]

@@ -1,4 +1,5 @@
-"""`make cluster` (python -m broker.dev_cluster): ZooKeeper and three brokers that answer, stopped by Ctrl-C."""
+"""`make cluster` (python -m broker.dev_cluster): ZooKeeper and three brokers that answer, each in the
+rack it was given, stopped by Ctrl-C."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.broker_process import REPO, free_port
+from tests.cluster.helpers import broker_racks
 from tests.cluster_process import QUIET, zookeeper_available
 
 pytestmark = [
@@ -21,7 +23,7 @@ pytestmark = [
 ]
 
 
-def test_dev_cluster_starts_three_brokers_and_stops_them_all(tmp_path: Path) -> None:
+def test_dev_cluster_starts_three_brokers_in_their_racks_and_stops_them_all(tmp_path: Path) -> None:
     first = free_port()  # the next two are very likely free as well
     ports = [first, first + 1, first + 2]
     proc = subprocess.Popen(
@@ -35,6 +37,8 @@ def test_dev_cluster_starts_three_brokers_and_stops_them_all(tmp_path: Path) -> 
             str(first),
             "--zookeeper-port",
             str(free_port()),
+            "--racks",
+            "a,b",
         ],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
@@ -57,6 +61,8 @@ def test_dev_cluster_starts_three_brokers_and_stops_them_all(tmp_path: Path) -> 
             except Exception:
                 time.sleep(0.5)
         assert brokers == {1, 2, 3}
+        # the racks are given in turn
+        assert broker_racks(bootstrap) == {1: "a", 2: "b", 3: "a"}
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)

@@ -46,6 +46,20 @@ def test_bad_config_names_the_key(tmp_path: Path, text: str, message: str) -> No
         BrokerConfig.load(f)
 
 
+def test_rack_and_replica_selector(tmp_path: Path) -> None:
+    f = tmp_path / "p"
+    f.write_text(
+        "broker.rack=eu-1a\nreplica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector\n"
+    )
+    cfg = BrokerConfig.load(f)
+    assert cfg["broker.rack"] == "eu-1a" and "broker.rack" not in cfg.ignored
+    assert cfg["replica.selector.class"].endswith(".RackAwareReplicaSelector")
+    assert (BrokerConfig.load()["broker.rack"], BrokerConfig.load()["replica.selector.class"]) == ("", "")
+    f.write_text("replica.selector.class=com.example.MySelector\n")
+    with pytest.raises(ConfigError, match="replica.selector.class"):
+        BrokerConfig.load(f)
+
+
 def test_missing_file() -> None:
     with pytest.raises(ConfigError, match="cannot read config file"):
         BrokerConfig.load("/nonexistent/server.properties")

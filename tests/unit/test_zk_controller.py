@@ -121,6 +121,14 @@ def test_znodes_round_trip_and_read_kafkas_json() -> None:
         "h",
         7,
     )
+    # broker.rack: registered as Kafka registers it ("rack": null without one)
+    racked = BrokerNode(4, "h", 7, "eu-1a", (("PLAINTEXT", "h", 7),), (("PLAINTEXT", "PLAINTEXT"),))
+    assert json.loads(znodes.encode_broker(racked))["rack"] == "eu-1a"
+    assert znodes.decode_broker(4, znodes.encode_broker(racked)) == racked
+    assert json.loads(znodes.encode_broker(BrokerNode(5, "h", 7)))["rack"] is None
+    assert znodes.decode_broker(1, kafka_broker).rack is None  # a registration without the field
+    with pytest.raises(ValueError, match="rack"):
+        znodes.decode_broker(6, json.dumps({"host": "h", "port": 1, "rack": 3}).encode())
     assert znodes.decode_producer_id_block_end(znodes.encode_producer_id_block(1, 2000)) == 2999
     assert znodes.decode_cluster_id(znodes.encode_cluster_id("abc")) == "abc"
 

@@ -6,8 +6,9 @@ directly (bounded by ``OP_TIMEOUT_S``); the controller and every broker pick
 the change up through their watches:
 
 - create: ``/config/topics/<t>`` and ``/brokers/topics/<t>`` (a new topic
-  ID; Kafka's placement, `assignment.py`, unless an assignment is given) in
-  one transaction; the controller then writes the partition states.
+  ID; Kafka's placement over the live brokers and their racks,
+  `assignment.py`, unless an assignment is given) in one transaction; the
+  controller then writes the partition states.
 - add partitions: ``/brokers/topics/<t>`` rewritten with the new partitions
   (conditional on its version); the controller writes their states. Refused
   with REASSIGNMENT_IN_PROGRESS while one of its partitions is reassigned,
@@ -77,10 +78,11 @@ class ZkAdmin:
         except ValueError as exc:
             raise KafkaError(str(exc), ErrorCode.INVALID_CONFIG) from None
         rf = self._default_rf if replication_factor is None or replication_factor < 0 else replication_factor
-        placed = assignment or assign_replicas(partitions, rf, sorted(self._snapshot().brokers))
+        racks = broker_racks(self._snapshot())
+        placed = assignment or assign_replicas(partitions, rf, sorted(racks), racks=racks)
         if validate_only:
             return topic_ids.ZERO
-        return self.create(name, len(placed), given, rf, placed, sorted(self._snapshot().brokers))
+        return self.create(name, len(placed), given, rf, placed, racks)
 
     def create(
         self,
@@ -89,10 +91,11 @@ class ZkAdmin:
         configs: Mapping[str, str],
         rf: int,
         placed: dict[int, list[int]] | None,
-        live: list[int],
+        racks: Mapping[int, str | None],
     ) -> uuid.UUID:
-        """Write the topic's znodes (one transaction) and return its new ID."""
-        placed = placed or assign_replicas(partitions, rf, live)
+        """Write the topic's znodes (one transaction) and return its new ID; ``racks``: the live
+        brokers and their racks, to place the replicas on when ``placed`` is None."""
+        placed = placed or assign_replicas(partitions, rf, sorted(racks), racks=racks)
         client = self.session.client
         txn = client.transaction()
         txn.create(znodes.topic_config_path(name), znodes.encode_topic_config(dict(configs)))
@@ -141,7 +144,8 @@ class ZkAdmin:
                     f"A partition reassignment is in progress for the topic '{name}'.",
                     ErrorCode.REASSIGNMENT_IN_PROGRESS,
                 )
-            placed = added_partitions(name, existing.replicas, count, assignment, sorted(snap.brokers))
+            racks = broker_racks(snap)
+            placed = added_partitions(name, existing.replicas, count, assignment, sorted(racks), racks)
             if validate_only:
                 return
             updated = znodes.encode_assignment({**existing.replicas, **placed}, existing.topic_id)
@@ -204,6 +208,11 @@ class ZkAdmin:
             except BadVersionError:
                 continue
             return start
+
+
+def broker_racks(snap: Snapshot) -> dict[int, str | None]:
+    """{live broker: its rack (None: it has none)}, what Kafka's placement works from."""
+    return {node_id: node.rack for node_id, node in snap.brokers.items()}
 
 
 def ensure_cluster_id(session: ZkSession, proposed: str) -> str:

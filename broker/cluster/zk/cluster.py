@@ -25,7 +25,9 @@ What it does, all on the event loop (ZooKeeper calls in worker threads):
   ``/controller_epoch`` and writes the decisions of `controller.py`, each
   write in a transaction that checks the controller epoch's version, gives
   an ID to any topic without one (written by a Kafka before 2.8), runs
-  topic deletions and creates ``__consumer_offsets`` once enough brokers live.
+  topic deletions and creates ``__consumer_offsets`` once enough brokers live
+  (placed rack-aware like any topic; not while only some brokers have a rack,
+  which Kafka cannot place either).
   It also runs the leader elections asked for (`elect_leaders`, through
   `election_queue.ElectionQueue`) and, with ``auto.leader.rebalance.enable``,
   checks the leader imbalance 5 s after taking over and then every
@@ -45,10 +47,10 @@ from collections.abc import Callable, Mapping
 from kazoo.client import TransactionRequest
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from broker.cluster.assignment import FullAssignment
+from broker.cluster.assignment import FullAssignment, MixedRacks
 from broker.cluster.view import BrokerNode, PartitionState, TopicState
 from broker.cluster.zk import znodes
-from broker.cluster.zk.admin import ZkAdmin
+from broker.cluster.zk.admin import ZkAdmin, broker_racks
 from broker.cluster.zk.controller import plan_state_writes
 from broker.cluster.zk.election_queue import Answer, ElectionQueue
 from broker.cluster.zk.elections import FIRST_CHECK_S, PREFERRED, LeaderBalance, elect, imbalanced_partitions
@@ -98,6 +100,7 @@ class ZkCluster:
         self._elections = ElectionQueue()
         self._imbalance_due = False  # the controller checks the leader imbalance on its next snapshot
         self._imbalance_timer: asyncio.TimerHandle | None = None
+        self._offsets_problem = ""  # why __consumer_offsets cannot be placed, once logged
         self._listener = inter_broker_listener  # the one followers fetch from leaders on
         self.topic_deleted: list[Callable[[str], None]] = []
         self.leadership_changed: list[Callable[[str, int, bool], None]] = []  # (topic, partition, now leads)
@@ -449,9 +452,15 @@ class ZkCluster:
             wrote = True
         n, rf, configs = self._offsets
         if OFFSETS_TOPIC not in snap.assignments and len(snap.brokers) >= rf:
-            with contextlib.suppress(KafkaError):
-                self.admin.create(OFFSETS_TOPIC, n, configs, rf, None, sorted(snap.brokers))
+            try:
+                self.admin.create(OFFSETS_TOPIC, n, configs, rf, None, broker_racks(snap))
                 wrote = True
+            except MixedRacks as exc:  # Kafka cannot place it either; said once, tried on each change
+                if str(exc) != self._offsets_problem:
+                    log.error("controller: cannot create %s: %s", OFFSETS_TOPIC, exc)
+                    self._offsets_problem = str(exc)
+            except KafkaError:
+                pass
         writes = plan_state_writes(snap, self._controller_epoch, unclean=self._unclean)
         written = {w.tp for w in writes}
         if self._imbalance_due:

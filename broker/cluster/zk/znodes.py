@@ -5,7 +5,8 @@
     /controller_epoch                             "<epoch>" (text)
     /brokers/ids/<id>           (ephemeral)       {"version":5,"host":H,"port":P,"endpoints":["NAME://H:P",...],
                                                    "listener_security_protocol_map":{"NAME":"PLAINTEXT",...},
-                                                   "rack":null,"jmx_port":-1,"timestamp":"<ms>"}
+                                                   "rack":"<broker.rack>" or null,"jmx_port":-1,
+                                                   "timestamp":"<ms>"}
     /brokers/topics/<t>                           {"version":3,"topic_id":"<base64>",
                                                    "partitions":{"0":[1,2,3],...},
                                                    "adding_replicas":{"0":[4]},"removing_replicas":{"0":[1]}}
@@ -142,11 +143,19 @@ def decode_broker(node_id: int, data: bytes) -> BrokerNode:
         given = doc.get("listener_security_protocol_map")
         given = given if isinstance(given, dict) else {}
         protocols = tuple((name, str(given.get(name, "PLAINTEXT")).upper()) for name, _, _ in endpoints)
-        return BrokerNode(node_id, host, port, doc.get("rack"), tuple(endpoints), protocols)
+        return BrokerNode(node_id, host, port, _rack(node_id, doc), tuple(endpoints), protocols)
     host, port = doc.get("host"), doc.get("port")
     if not isinstance(host, str) or not isinstance(port, int):
         raise ValueError(f"broker {node_id}: no endpoint")
-    return BrokerNode(node_id, host, port, doc.get("rack"))
+    return BrokerNode(node_id, host, port, _rack(node_id, doc))
+
+
+def _rack(node_id: int, doc: dict) -> str | None:  # type: ignore[type-arg]
+    """The registration's ``rack``: a string, or null / absent for a broker without ``broker.rack``."""
+    rack = doc.get("rack")
+    if rack is not None and not isinstance(rack, str):
+        raise ValueError(f"broker {node_id}: rack {rack!r} is not a string")
+    return rack
 
 
 # -- topics -------------------------------------------------------------------------------------
