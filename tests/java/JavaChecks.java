@@ -57,6 +57,7 @@ public final class JavaChecks {
                 case "acl": AclChecks.register(registry, ctx); break;
                 case "security": SecurityChecks.register(registry, ctx); break;
                 case "cluster": ClusterChecks.register(registry, ctx); break;
+                case "reassign": ReassignChecks.register(registry, ctx); break;
                 default:
                     System.err.println("unknown group: " + group);
                     System.exit(2);
