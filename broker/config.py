@@ -17,6 +17,10 @@ each other on `inter.broker.listener.name`, the first listener by default);
 defines (broker/kafka_keys.py) is accepted and reported as ignored. Only a key
 Kafka does not know either, or a value that does not parse, raises
 `ConfigError`: one line naming the key, with the closest known key suggested.
+
+This is the static configuration. Kafka's dynamic broker configs change many
+keys while the broker runs (broker/dynamic/): what the broker uses is
+`Broker.dynamic`'s effective value, which falls back to this one.
 """
 
 from __future__ import annotations
