@@ -5,6 +5,9 @@
 - ``cluster``: the cluster view (`broker.cluster`): `LocalCluster` for a single
   broker with no ZooKeeper, `ZkCluster` for a cluster member;
 - ``admin``: topic creation, deletion and config changes (`TopicAdmin`);
+- ``dynamic``: the dynamic broker configs (`broker.dynamic.DynamicBrokerConfigs`): the effective
+  value of every broker key, read before the logs open, and the parts that follow its changes
+  (broker/dynamic/effects.py);
 - ``groups``: the group coordinator, on `__consumer_offsets`;
 - ``transactions``: the transaction coordinator, on `__transaction_state` (`broker.txn`);
 - ``group_commit``, ``producer_ids``, ``frames``, ``log_tasks``, ``metrics``.
@@ -24,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from broker.cluster import BrokerNode, LocalCluster, TopicAdmin
 from broker.config import BrokerConfig
+from broker.dynamic import effects
+from broker.dynamic.configs import DynamicBrokerConfigs
 from broker.frame_pool import FramePool
 from broker.group_commit import GroupCommit
 from broker.groups import create_coordinator
@@ -102,15 +107,22 @@ class Broker:
                 or base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
             )
             cluster_id = ensure_cluster_id(session, proposed)
+        # Dynamic broker configs before the logs open: their topic defaults apply from the start.
+        self.dynamic = DynamicBrokerConfigs(config, None if session is not None else self.data_dir)
+        self.dynamic.load(session)
+        dynamic = self.dynamic
         self.logs = LogManager(
             str(self.data_dir),
-            log_defaults(config),
+            LogConfig.from_broker_configs(dynamic.explicit()),
             fs,
             node_id=self.node_id,
             cluster_id=cluster_id,
-            cleaner_dedupe_buffer_bytes=int(config["log.cleaner.dedupe.buffer.size"]),
+            cleaner_dedupe_buffer_bytes=dynamic.int_value("log.cleaner.dedupe.buffer.size")
+            // max(1, dynamic.int_value("log.cleaner.threads")),
         )
-        self.replicas = ReplicaManager(self.logs, self.node_id, int(config["producer.id.expiration.ms"]))
+        self.replicas = ReplicaManager(
+            self.logs, self.node_id, dynamic.int_value("producer.id.expiration.ms")
+        )
         self.rack: str | None = str(config["broker.rack"]) or None  # registered in ZooKeeper, in Metadata
         # KIP-392: leaders point consumers at a replica in their rack (broker/replica/selector.py)
         self.replica_selector: str | None = str(config["replica.selector.class"]) or None
@@ -141,7 +153,7 @@ class Broker:
                     auto_rebalance=bool(config["auto.leader.rebalance.enable"]),
                     check_interval_s=float(config["leader.imbalance.check.interval.seconds"]),
                     imbalance_percentage=int(config["leader.imbalance.per.broker.percentage"]),
-                    unclean=bool(config["unclean.leader.election.enable"]),
+                    unclean=dynamic.bool_value("unclean.leader.election.enable"),
                 ),
                 inter_broker_listener=config.inter_broker_listener,
             )
@@ -173,6 +185,15 @@ class Broker:
         if session is not None:
             self.cluster.fetchers.link_security = self.security.link_security
             self.cluster.leadership_changed.append(self._coordinator_leadership)
+        effects.connect(
+            dynamic,
+            logs=self.logs,
+            log_tasks=self.log_tasks,
+            replicas=self.replicas,
+            security=self.security,
+            cluster=self.cluster,
+        )
+        dynamic.announce()  # what the static configuration built differently (listeners' TLS stores)
 
     def _coordinator_leadership(self, topic: str, partition: int, leads: bool) -> None:
         """The coordinators follow the leadership of their __consumer_offsets / __transaction_state partitions."""

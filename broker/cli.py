@@ -117,6 +117,8 @@ commands:
   users         list|add|delete the SCRAM credentials of users
   acls          add|list|remove ACLs (with kafka-acls' options)
   quotas        list|set|delete client quotas of users and client-ids (like kafka-configs)
+  configs       --describe|--alter topic, broker and broker-logger configs (like kafka-configs)
+  partitions    elect-leaders (preferred or unclean), like kafka-leader-election
   perf          produce|consume throughput tests
   console       serve the web console on http://127.0.0.1:8080 (minikafka console --help)
 (client commands take --bootstrap-server HOST:PORT, default localhost:9092; see minikafka COMMAND --help)"""
@@ -147,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         "users",
         "acls",
         "quotas",
+        "configs",
+        "partitions",
     ):
         from client.cli import main as client_main  # lazy: the broker never imports the client
 

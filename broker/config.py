@@ -17,6 +17,10 @@ each other on `inter.broker.listener.name`, the first listener by default);
 defines (broker/kafka_keys.py) is accepted and reported as ignored. Only a key
 Kafka does not know either, or a value that does not parse, raises
 `ConfigError`: one line naming the key, with the closest known key suggested.
+
+This is the static configuration. Kafka's dynamic broker configs change many
+keys while the broker runs (broker/dynamic/): what the broker uses is
+`Broker.dynamic`'s effective value, which falls back to this one.
 """
 
 from __future__ import annotations
@@ -107,6 +111,24 @@ def _migration_policy(v: str) -> str:
     if s not in _MIGRATION_POLICIES:
         raise ValueError(f"expected one of {', '.join(_MIGRATION_POLICIES)}")
     return s
+
+
+def parse_ip_overrides(v: str) -> dict[str, int]:
+    """``max.connections.per.ip.overrides``: ``host:limit`` pairs, comma-separated (Kafka's CSV map)."""
+    out = {}
+    for item in v.split(","):
+        if not item.strip():
+            continue
+        host, sep, limit = item.strip().rpartition(":")
+        if not sep or not host.strip() or not limit.strip().isdigit():
+            raise ValueError(f"expected host:limit pairs, got {item.strip()!r}")
+        out[host.strip()] = int(limit)
+    return out
+
+
+def _ip_overrides(v: str) -> str:
+    parse_ip_overrides(v)
+    return v.strip()
 
 
 def _timestamp_type(v: str) -> str:
@@ -229,6 +251,9 @@ KEYS: dict[str, Key] = {
         Key("log.retention.check.interval.ms", _int, 300000, "how often retention deletes old segments"),
         Key("log.segment.delete.delay.ms", _int, 60000, "delay before a deleted segment's files are removed"),
         Key("log.cleaner.enable", _bool, True, "run the log cleaner (compaction)"),
+        Key(
+            "log.cleaner.threads", _int, 1, "logs the cleaner compacts at once (each in a thread of its own)"
+        ),
         Key("log.cleaner.backoff.ms", _int, 15000, "cleaner sleep when there is nothing to clean"),
         Key("log.cleaner.dedupe.buffer.size", _int, 134217728, "memory for the cleaner's key -> offset map"),
         Key("log.cleaner.delete.retention.ms", _int, 86400000, "how long tombstones survive cleaning"),
@@ -244,6 +269,12 @@ KEYS: dict[str, Key] = {
         Key("connections.max.idle.ms", _int, 600000, "idle connections are closed after this"),
         Key("max.connections", _int, 2147483647, "connections accepted at once; more are closed at once"),
         Key("max.connections.per.ip", _int, 2147483647, "connections accepted at once from one address"),
+        Key(
+            "max.connections.per.ip.overrides",
+            _ip_overrides,
+            "",
+            "per-address exceptions to max.connections.per.ip: host:limit,host:limit",
+        ),
         Key("offsets.topic.num.partitions", _int, 50, "partitions of __consumer_offsets"),
         Key("group.initial.rebalance.delay.ms", _int, 3000, "delay before the first rebalance"),
         Key("group.min.session.timeout.ms", _int, 6000, "smallest session timeout a member may ask for"),
@@ -448,7 +479,9 @@ class BrokerConfig:
     """Effective broker configuration: typed values plus where each came from.
 
     ``ignored``: Kafka keys that were given but that minikafka does not use, with
-    their sources (logged once at start-up, shown by ``--print-config``).
+    their sources (logged once at start-up, shown by ``--print-config``);
+    ``ignored_values`` their values as given (dynamic broker configs describe
+    them as static, broker/dynamic/configs.py).
     """
 
     def __init__(
@@ -458,6 +491,7 @@ class BrokerConfig:
         ignored: dict[str, str] | None = None,
         listeners: _Listeners | None = None,
         security_values: dict[str, str] | None = None,
+        ignored_values: dict[str, str] | None = None,
     ) -> None:
         self.values = values
         self.sources = sources
@@ -468,6 +502,7 @@ class BrokerConfig:
         self.ignored = {
             k: src for k, src in (ignored or {}).items() if not (secured and k.startswith(SECURITY_PREFIXES))
         }
+        self.ignored_values = ignored_values or {}
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -517,6 +552,7 @@ class BrokerConfig:
         sources = {k.name: "default" for k in KEYS.values()}
         mapped: dict[str, tuple[str, str]] = {}  # Kafka key -> (raw value, source)
         ignored: dict[str, str] = {}
+        ignored_values: dict[str, str] = {}
         security_values: dict[str, str] = {}
         listeners = _Listeners()
 
@@ -527,6 +563,7 @@ class BrokerConfig:
             if key not in KEYS:
                 if is_kafka_key(key):
                     ignored[key] = source
+                    ignored_values[key] = str(raw)
                     if key.startswith(SECURITY_PREFIXES):
                         security_values[key] = str(raw)
                     return
@@ -563,7 +600,7 @@ class BrokerConfig:
         for key, value in (overrides or {}).items():
             if value is not None:
                 apply(key, value, "command line")
-        config = cls(values, sources, ignored, listeners, security_values)
+        config = cls(values, sources, ignored, listeners, security_values, ignored_values)
         names = [lst.name for lst in config.served_listeners()]
         if config.inter_broker_listener not in names:
             raise ConfigError(

@@ -32,8 +32,9 @@ the principal comes from the client's certificate.
 
 Limits: before a SASL client has authenticated, a frame above 512 KiB closes
 the connection (Kafka's ``sasl.server.max.receive.size``); a connection beyond
-`max.connections` (or `max.connections.per.ip` from one address) is closed as
-soon as it is accepted (`admission_refusal`; on a TLS listener before its
+`max.connections` (or `max.connections.per.ip` from one address, unless
+`max.connections.per.ip.overrides` names it; all three dynamic broker configs,
+read at each accept) is closed as soon as it is accepted (`admission_refusal`; on a TLS listener before its
 handshake, broker/tls_accept.py); a connection with nothing in flight that has sent
 nothing for `connections.max.idle.ms` is closed (so is a client that sends
 part of a frame and stalls).
@@ -54,6 +55,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from broker import registry
+from broker.config import parse_ip_overrides
 from broker.context import RequestContext
 from broker.frame_receiver import FrameReceiver
 from broker.security.mechanisms import SaslAuthenticationError
@@ -95,14 +97,19 @@ class _Slot:
 
 
 def admission_refusal(broker: Broker, ip: str) -> str | None:
-    """Why a new connection from ``ip`` is refused (`max.connections`, `max.connections.per.ip`),
-    counting the open connections and the TLS ones still handshaking (broker/tls_accept.py);
-    None to admit it."""
-    config = broker.config
+    """Why a new connection from ``ip`` is refused (`max.connections`, `max.connections.per.ip` or
+    the address's entry in `max.connections.per.ip.overrides`, their current dynamic values),
+    counting the open connections and the TLS ones still handshaking (broker/tls_accept.py); None to
+    admit it."""
+    dynamic = broker.dynamic
     connections, handshaking = broker.connections, broker.handshaking
-    if len(connections) + len(handshaking) >= int(config["max.connections"]):
-        return f"max.connections ({config['max.connections']}) reached"
-    limit = int(config["max.connections.per.ip"])
+    total = dynamic.int_value("max.connections")
+    if len(connections) + len(handshaking) >= total:
+        return f"max.connections ({total}) reached"
+    limit = dynamic.int_value("max.connections.per.ip")
+    overrides = dynamic.value("max.connections.per.ip.overrides")
+    if overrides:
+        limit = parse_ip_overrides(overrides).get(ip, limit)
     if limit < len(connections) + len(handshaking) + 1:
         same = sum(1 for c in connections if c.ip == ip) + sum(1 for h in handshaking if h.ip == ip)
         if same >= limit:

@@ -15,9 +15,15 @@ back to the loop, so log state is only ever changed on the loop thread:
   ``log-start-offset-checkpoint`` every ``log.flush.start.offset.checkpoint.interval.ms``,
   ``replication-offset-checkpoint`` (HWs) every ``replica.high.watermark.checkpoint.interval.ms``.
 - idle idempotent producers forgotten every ``producer.id.expiration.check.interval.ms``.
-- the cleaner (``log.cleaner.enable``): cleans the filthiest compacted log in a
-  dedicated worker thread, runs the swap steps, writes ``cleaner-offset-checkpoint``;
-  sleeps ``log.cleaner.backoff.ms`` when there is nothing to clean.
+- the cleaner (``log.cleaner.enable``): ``log.cleaner.threads`` loops, each
+  cleaning the filthiest compacted log no other one is cleaning in a worker
+  thread of its own, running the swap steps and writing
+  ``cleaner-offset-checkpoint``; each sleeps ``log.cleaner.backoff.ms`` when
+  there is nothing to clean. `reconfigure_cleaner` changes the three cleaner
+  settings while running (dynamic broker configs): new loops start, surplus
+  ones stop after their current cleaning, sleeping ones wake to the new
+  backoff, and ``log.cleaner.dedupe.buffer.size`` is shared among the threads
+  (as Kafka's LogCleaner sizes each thread's offset map) from the next cleaning.
 
 Checkpoint files are written by one writer at a time (`write_checkpoint`).
 `stop` lets the running steps finish (aborting a cleaning in progress) so that
@@ -70,12 +76,16 @@ class LogTasks:
         }
         self._cleaner_enabled = bool(cfg["log.cleaner.enable"])
         self._cleaner_backoff = int(cfg["log.cleaner.backoff.ms"]) / 1000
+        self.cleaner_threads = int(cfg["log.cleaner.threads"])
+        self._cleaner_wake = asyncio.Event()
         self._stop = asyncio.Event()
         self._checkpoint_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
+        self._cleaner_loops: dict[int, asyncio.Task[None]] = {}
         self._flushing: set[int] = set()
-        self._job: CleaningJob | None = None
+        self._jobs: set[CleaningJob] = set()
         self._cleaner_pool: ThreadPoolExecutor | None = None
+        self._cleaner_pool_size = 0
         self.cleanings = 0  # partition logs compacted (exported by broker/metrics.py)
         self.segments_deleted = 0  # segments removed by retention (same)
 
@@ -94,15 +104,43 @@ class LogTasks:
         for interval, fn in periodic:
             self._tasks.append(asyncio.ensure_future(self._every(interval, fn)))
         if self._cleaner_enabled:
-            self._cleaner_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-cleaner")
-            self._tasks.append(asyncio.ensure_future(self._cleaner_loop()))
+            self._start_cleaners()
+
+    def _start_cleaners(self) -> None:
+        """Start the cleaner loops that ``cleaner_threads`` calls for and are not running."""
+        if self._cleaner_pool is None or self._cleaner_pool_size < self.cleaner_threads:
+            self._cleaner_pool_size = max(1, self.cleaner_threads)
+            old, self._cleaner_pool = (
+                self._cleaner_pool,
+                ThreadPoolExecutor(max_workers=self._cleaner_pool_size, thread_name_prefix="log-cleaner"),
+            )
+            if old is not None:
+                old.shutdown(wait=False)  # its running cleanings finish; new ones go to the new pool
+        for index in range(self.cleaner_threads):
+            if index not in self._cleaner_loops:
+                task = asyncio.ensure_future(self._cleaner_loop(index))
+                self._cleaner_loops[index] = task
+                self._tasks.append(task)
+
+    def reconfigure_cleaner(self, threads: int, backoff_ms: int, dedupe_buffer_bytes: int) -> None:
+        """New ``log.cleaner.threads``, ``log.cleaner.backoff.ms`` and ``log.cleaner.dedupe.buffer.size``."""
+        self._cleaner_backoff = backoff_ms / 1000
+        self.logs.cleaner.set_dedupe_buffer(dedupe_buffer_bytes // max(1, threads))
+        if threads != self.cleaner_threads:
+            log.info("log cleaner threads: %d -> %d", self.cleaner_threads, threads)
+            self.cleaner_threads = threads
+            if self._cleaner_enabled and self._tasks and not self._stop.is_set():
+                self._start_cleaners()
+        self._cleaner_wake.set()  # sleeping loops: a new backoff, or time to stop
 
     async def stop(self) -> None:
         """Stop every task after its current step (a cleaning in progress is aborted)."""
         self._stop.set()
-        if self._job is not None:
-            self._job.abort()
+        self._cleaner_wake.set()
+        for job in list(self._jobs):
+            job.abort()
         tasks, self._tasks = self._tasks, []
+        self._cleaner_loops.clear()
         for result in await asyncio.gather(*tasks, return_exceptions=True):
             if isinstance(result, BaseException):
                 log.error("log task failed: %r", result)
@@ -181,15 +219,22 @@ class LogTasks:
         if expired:
             log.info("forgot %d idle producer(s)", expired)
 
-    async def _cleaner_loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                cleaned = await self.clean_once()
-            except Exception:
-                log.exception("log cleaner step failed")
-                cleaned = False
-            if not cleaned and not await self._sleep(self._cleaner_backoff):
-                return
+    async def _cleaner_loop(self, index: int = 0) -> None:
+        try:
+            while not self._stop.is_set() and index < self.cleaner_threads:
+                try:
+                    cleaned = await self.clean_once()
+                except Exception:
+                    log.exception("log cleaner step failed")
+                    cleaned = False
+                if not cleaned:
+                    self._cleaner_wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(max(self._cleaner_backoff, 0.001)):
+                            await self._cleaner_wake.wait()
+        finally:
+            if self._cleaner_loops.get(index) is asyncio.current_task():
+                del self._cleaner_loops[index]
 
     async def clean_once(self) -> bool:
         """Clean the filthiest compacted log, if any (the swap steps as in `storage.partition_log`)."""
@@ -199,14 +244,14 @@ class LogTasks:
         job = cleaner.grab_filthiest(logs.logs(), _now_ms(), self.replicas.producer_last_offsets)
         if job is None:
             return False
-        self._job = job
+        self._jobs.add(job)
         try:
             result = await loop.run_in_executor(self._cleaner_pool, cleaner.clean, job)
         except Exception as exc:
             cleaner.fail(job, exc)
             return False
         finally:
-            self._job = None
+            self._jobs.discard(job)
         if not cleaner.commit(result):
             return False
         retired = False

@@ -52,6 +52,7 @@ class BrokerServer:
             broker.metrics.serve(self.config["metrics.host"], metrics_port)
             log.info("metrics on http://%s:%d/metrics", self.config["metrics.host"], metrics_port)
         await broker.security.start()  # credentials and ACLs loaded before any client is served
+        await broker.dynamic.start()  # dynamic broker configs: kept current from here on
         bound = {}
         for listener in self.config.served_listeners():
             context = broker.security.ssl_context(listener.name)
@@ -119,6 +120,7 @@ class BrokerServer:
         await asyncio.sleep(0)
         await broker.cluster.stop()
         await broker.security.stop()
+        await broker.dynamic.stop()
         await broker.log_tasks.stop()
         if broker.metrics is not None:
             broker.metrics.close()

@@ -1,10 +1,11 @@
-"""Topic and broker configs as the admin APIs see them (DescribeConfigs, AlterConfigs).
+"""Topic configs as the admin APIs see them (DescribeConfigs, AlterConfigs, IncrementalAlterConfigs).
 
-Resource types (Kafka's): 2 = topic, 4 = broker. Config sources (Kafka's
-ConfigSource ids): 1 dynamic topic config, 4 static broker config (properties
-file, environment or flag), 5 default. Topic configs are dynamic: they are
+Resource type 2 (Kafka's). Config sources (Kafka's ConfigSource ids): 1 the
+topic's own override, then where the broker-level default comes from: 2 a
+dynamic per-broker config, 3 the dynamic cluster default, 4 the static broker
+config (properties file, environment or flag), 5 the default. Topic configs are
 changed with AlterConfigs / IncrementalAlterConfigs and persisted by the log
-manager; broker configs are static and read-only.
+manager (or ZooKeeper). Broker resources: broker/broker_configs.py.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from broker.broker import Broker
-from broker.config_types import LIST, TOPIC_CONFIG_TYPES, UNKNOWN, UNMODELLED_DEFAULTS, value_type
+from broker.config_types import LIST, TOPIC_CONFIG_TYPES, UNKNOWN, UNMODELLED_DEFAULTS
+from broker.dynamic.configs import default_text
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import BROKER_CONFIG_NAMES, LogConfig
 
 TOPIC = 2
 BROKER = 4
 SOURCE_DYNAMIC_TOPIC = 1
-SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
@@ -34,33 +35,16 @@ for _broker_key, (_topic_key, _) in reversed(BROKER_CONFIG_NAMES.items()):
 for _topic_key, (_, _broker_key) in UNMODELLED_DEFAULTS.items():
     if _broker_key is not None:
         _BROKER_SYNONYMS.setdefault(_topic_key, []).append(_broker_key)
-# Broker keys whose Kafka default is null (a coarser unit supplies it): no DEFAULT_CONFIG synonym.
-_NULL_BY_DEFAULT = frozenset(
-    {
-        "log.retention.ms",
-        "log.retention.minutes",
-        "log.roll.ms",
-        "log.roll.jitter.ms",
-        "log.flush.interval.ms",
-    }
-)
+# the topic key each broker key supplies an unmodelled default of
+_UNMODELLED_OF = {b: t for t, (_, b) in UNMODELLED_DEFAULTS.items() if b is not None}
 
 
-def _text(value: Any) -> str:
-    """A config value as Kafka prints it (booleans lower-case)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _broker_default(broker: Broker, key: str, topic_key: str) -> str | None:
-    """The default of broker synonym ``key`` (its own default here, else Kafka's); None if unknown."""
-    if key in broker.config.values:
-        return _text(broker.config[key])
-    return UNMODELLED_DEFAULTS[topic_key][0] if topic_key in UNMODELLED_DEFAULTS else None
-
-
-def _set_here(broker: Broker, key: str | None) -> bool:
-    """Whether broker key ``key`` is set in this broker's configuration (not left at its default)."""
-    return key is not None and key in broker.config.values and broker.config.sources.get(key) != "default"
+def _broker_default(key: str) -> str | None:
+    """The default of broker key ``key``: minikafka's or Kafka's, else the topic default it supplies."""
+    found = default_text(key)
+    if found is None and key in _UNMODELLED_OF:
+        return UNMODELLED_DEFAULTS[_UNMODELLED_OF[key]][0]
+    return found
 
 
 def _entry(
@@ -114,31 +98,23 @@ def describe_overrides(
     ``documentation``: add each config's one-line description.
     """
     values = LogConfig.from_topic_configs(overrides, broker.logs.default_config).to_topic_configs()
+    dynamic = broker.dynamic
     for key, (default, broker_key) in UNMODELLED_DEFAULTS.items():
         if key not in values:
-            values[key] = _text(broker.config[broker_key]) if _set_here(broker, broker_key) else default
+            set_value = dynamic.explicit().get(broker_key) if broker_key is not None else None
+            values[key] = set_value if set_value is not None else default
     out = []
     for key in sorted(values) if keys is None else keys:
         if key not in values:
             continue  # Kafka leaves unknown names out of the answer
         names = _BROKER_SYNONYMS.get(key, [])  # Kafka's broker synonyms, its primary key first
-        static = [b for b in names if _set_here(broker, b)]
-        defaults = [
-            (b, value)
-            for b in names
-            if b not in static
-            and b not in _NULL_BY_DEFAULT
-            and (value := _broker_default(broker, b, key)) is not None
+        # Kafka (ConfigHelper.configSynonyms) lists the primary broker key's synonyms set per broker,
+        # at the cluster default, statically and by default, from the primary key on: with the
+        # primary unset and null by default (log.retention.ms), none is listed at all.
+        chain = [
+            {"name": n, "value": v, "source": src}
+            for n, v, src in (dynamic.synonym_chain(names[0], default_of=_broker_default) if names else [])
         ]
-        chain = []
-        chain.extend(
-            {"name": b, "value": _text(broker.config[b]), "source": SOURCE_STATIC_BROKER} for b in static
-        )
-        chain.extend({"name": b, "value": value, "source": SOURCE_DEFAULT} for b, value in defaults)
-        # Kafka (ConfigHelper.configSynonyms) keeps the broker synonyms from its primary key on: with
-        # the primary unset and null by default (log.retention.ms), none is listed at all.
-        while chain and chain[0]["name"] != names[0]:
-            chain.pop(0)
         source = chain[0]["source"] if chain else SOURCE_DEFAULT
         if key in overrides:
             chain.insert(0, {"name": key, "value": overrides[key], "source": SOURCE_DYNAMIC_TOPIC})
@@ -155,28 +131,6 @@ def describe_overrides(
                 doc if documentation else None,
             )
         )
-    return out
-
-
-def describe_broker(
-    broker: Broker, name: str, keys: list[str] | None, synonyms: bool
-) -> list[dict[str, Any]]:
-    """The broker's static configuration (read-only); typed as the topic config it defaults, if any."""
-    if name not in ("", str(broker.node_id)):
-        raise KafkaError(f"unknown broker {name!r}", ErrorCode.INVALID_REQUEST)
-    config = broker.config
-    out = []
-    for key in sorted(config.values) if keys is None else keys:
-        if key not in config.values:
-            continue
-        source = SOURCE_DEFAULT if config.sources[key] == "default" else SOURCE_STATIC_BROKER
-        value = str(config[key])
-        chain = [{"name": key, "value": value, "source": source}] if synonyms else []
-        topic_key = BROKER_CONFIG_NAMES.get(key, ("", 0))[0]
-        kind = (
-            TOPIC_CONFIG_TYPES[topic_key][0] if topic_key in TOPIC_CONFIG_TYPES else value_type(config[key])
-        )
-        out.append(_entry(key, value, True, source, chain, kind))
     return out
 
 

@@ -16,7 +16,8 @@ retrying and controller plumbing, `AdminClient.run`, close) and the public
 names; the calls live in mixins, one module per API family:
 
 - `client.admin_topics`: topics, partitions, ListOffsets, DeleteRecords (`NewTopic`);
-- `client.admin_configs`: DescribeConfigs, (Incremental)AlterConfigs (`ConfigEntry`, `TOPIC`, `BROKER`);
+- `client.admin_configs`: DescribeConfigs, (Incremental)AlterConfigs (`ConfigEntry`, `TOPIC`, `BROKER`,
+  `BROKER_LOGGER`);
 - `client.admin_groups`: consumer groups, their offsets and lag (`GroupDescription`, `PartitionLag`);
 - `client.admin_cluster`: DescribeCluster, DescribeLogDirs, many groups' offsets;
 - `client.admin_leaders`: ElectLeaders;
@@ -39,7 +40,15 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from client._loop import LoopThread
 from client.admin_acls import AclAdmin
 from client.admin_cluster import ClusterAdmin
-from client.admin_configs import BROKER, CONFIG_SOURCES, TOPIC, ConfigAdmin, ConfigEntry
+from client.admin_configs import (
+    BROKER,
+    BROKER_LOGGER,
+    CONFIG_SOURCES,
+    TOPIC,
+    ConfigAdmin,
+    ConfigEntry,
+    ConfigSynonym,
+)
 from client.admin_groups import GroupAdmin, GroupDescription, MemberDescription, PartitionLag
 from client.admin_leaders import LeaderAdmin
 from client.admin_quotas import QuotaAdmin
@@ -54,11 +63,13 @@ from protocol.errors import ErrorCode
 
 __all__ = [
     "BROKER",
+    "BROKER_LOGGER",
     "CONFIG_SOURCES",
     "TOPIC",
     "AIOAdminClient",
     "AdminClient",
     "ConfigEntry",
+    "ConfigSynonym",
     "GroupDescription",
     "MemberDescription",
     "NewTopic",

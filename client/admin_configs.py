@@ -1,14 +1,17 @@
 """The config calls of the admin client: `describe_configs` and `alter_configs`.
 
-A resource is ``(resource type, name)``: `TOPIC` (2) and a topic name, or
-`BROKER` (4) and a broker id as a string. As Kafka's AdminClient routes them,
-a broker's configs go to that broker and topics' to any broker.
+A resource is ``(resource type, name)``: `TOPIC` (2) and a topic name,
+`BROKER` (4) and a broker id as a string (``""``: the cluster-wide default of
+dynamic broker configs), or `BROKER_LOGGER` (8) and a broker id (its log
+levels). As Kafka's AdminClient routes them, a broker's or broker logger's
+configs go to that broker, topics' and the cluster default's to any broker.
 
 - `describe_configs`: DescribeConfigs, every topic in one request; per
-  resource ``{name: ConfigEntry}`` or the resource's `KafkaError`.
+  resource ``{name: ConfigEntry}`` (with ``synonyms`` when asked for) or the
+  resource's `KafkaError`.
 - `alter_configs`: IncrementalAlterConfigs (set and delete, leaving other
   configs as they are); against a broker without it, AlterConfigs over the
-  current non-default values. An error raises.
+  current non-default values (not for broker loggers). An error raises.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ INCREMENTAL_ALTER_CONFIGS = 44
 
 TOPIC = 2
 BROKER = 4
+BROKER_LOGGER = 8
 CONFIG_SOURCES = {
     0: "UNKNOWN",
     1: "DYNAMIC_TOPIC_CONFIG",
@@ -39,12 +43,20 @@ CONFIG_SOURCES = {
 
 
 @dataclass(frozen=True)
+class ConfigSynonym:
+    name: str
+    value: str | None
+    source: str = "UNKNOWN"
+
+
+@dataclass(frozen=True)
 class ConfigEntry:
     name: str
     value: str | None
     source: str = "UNKNOWN"
     read_only: bool = False
     sensitive: bool = False
+    synonyms: tuple[ConfigSynonym, ...] = ()  # where the value could come from, the one in use first
 
     @property
     def is_default(self) -> bool:
@@ -57,18 +69,22 @@ class ConfigAdmin(AdminMixin):
     # -- configs ---------------------------------------------------------------------------------
 
     async def describe_configs(
-        self, resources: Iterable[tuple[int, str]], keys: Iterable[str] | None = None
+        self,
+        resources: Iterable[tuple[int, str]],
+        keys: Iterable[str] | None = None,
+        *,
+        include_synonyms: bool = False,
     ) -> dict[tuple[int, str], dict[str, ConfigEntry] | KafkaError]:
-        """Config entries per (resource type, name): TOPIC=2 or BROKER=4.
+        """Config entries per (resource type, name): TOPIC=2, BROKER=4 or BROKER_LOGGER=8.
 
         Every topic goes in one DescribeConfigs request to any broker; a broker's
-        configs are asked of that broker.
+        configs are asked of that broker (the cluster default, name "", of any).
         """
         wanted = list(dict.fromkeys(resources))
         key_list = list(keys) if keys is not None else None
         batches: dict[int | None, list[tuple[int, str]]] = collections.defaultdict(list)
         for rtype, name in wanted:
-            batches[int(name) if rtype == BROKER else None].append((rtype, name))
+            batches[_node_of(rtype, name)].append((rtype, name))
         out: dict[tuple[int, str], dict[str, ConfigEntry] | KafkaError] = {}
         for node, batch in batches.items():
             body = {
@@ -76,7 +92,7 @@ class ConfigAdmin(AdminMixin):
                     {"resource_type": rtype, "resource_name": name, "configuration_keys": key_list}
                     for rtype, name in batch
                 ],
-                "include_synonyms": False,
+                "include_synonyms": include_synonyms,
             }
 
             async def call(node: int | None = node, body: dict[str, Any] = body) -> Any:
@@ -88,7 +104,7 @@ class ConfigAdmin(AdminMixin):
             for r in resp.results:
                 if r.error_code:
                     out[(r.resource_type, r.resource_name)] = error_for(
-                        r.error_code, r.error_message, r.resource_name
+                        r.error_code, r.error_message, _context(r.resource_type, r.resource_name)
                     )
                     continue
                 out[(r.resource_type, r.resource_name)] = {
@@ -98,6 +114,10 @@ class ConfigAdmin(AdminMixin):
                         CONFIG_SOURCES.get(c.config_source, "UNKNOWN"),
                         c.read_only,
                         c.is_sensitive,
+                        tuple(
+                            ConfigSynonym(syn.name, syn.value, CONFIG_SOURCES.get(syn.source, "UNKNOWN"))
+                            for syn in (c.synonyms or ())
+                        ),
                     )
                     for c in r.configs
                 }
@@ -119,7 +139,7 @@ class ConfigAdmin(AdminMixin):
         rtype, name = resource
         set_configs = dict(set_configs or {})
         deletes = list(delete_configs)
-        node = int(name) if rtype == BROKER else None
+        node = _node_of(rtype, name)
 
         async def send(api_key: int, body: dict[str, Any]) -> Any:
             if node is not None:
@@ -138,7 +158,7 @@ class ConfigAdmin(AdminMixin):
                     "validate_only": validate_only,
                 }
                 return await send(INCREMENTAL_ALTER_CONFIGS, body)
-            if ALTER_CONFIGS not in conn.versions:
+            if ALTER_CONFIGS not in conn.versions or rtype == BROKER_LOGGER:
                 raise UnsupportedVersionError(
                     "the broker supports neither IncrementalAlterConfigs nor AlterConfigs"
                 )
@@ -164,4 +184,21 @@ class ConfigAdmin(AdminMixin):
         resp = await self._retrying(call)
         for r in resp.responses:
             if r.error_code:
-                raise error_for(r.error_code, r.error_message, r.resource_name)
+                raise error_for(r.error_code, r.error_message, _context(r.resource_type, r.resource_name))
+
+
+def _node_of(rtype: int, name: str) -> int | None:
+    """The broker a resource's requests go to (None: any), as Kafka's AdminClient routes them; a
+    broker id that is not a number is sent to any broker, which answers INVALID_REQUEST."""
+    if rtype in (BROKER, BROKER_LOGGER) and name.strip().lstrip("+-").isdigit():
+        return int(name)
+    return None
+
+
+def _context(rtype: int, name: str) -> str:
+    """How an error names the resource: a topic by its name, ``broker 1``, ``the broker default``..."""
+    if rtype == BROKER:
+        return "the cluster default of broker configs" if name == "" else f"broker {name}"
+    if rtype == BROKER_LOGGER:
+        return f"broker-logger {name}"
+    return name

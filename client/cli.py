@@ -1,5 +1,5 @@
 """The client commands of ``minikafka``: topics, produce, consume, groups, perf, transactions, users, acls,
-quotas, partitions.
+quotas, configs, partitions.
 
 `broker.cli.main` hands these commands to `main` here. Every command takes
 ``--bootstrap-server HOST:PORT`` (default localhost:9092), prints tables for
@@ -27,6 +27,7 @@ from typing import Any, TextIO
 from client import times
 from client.admin import TOPIC, AdminClient, NewTopic
 from client.cli_acls import add_acls_parser, cmd_acls
+from client.cli_configs import add_configs_parser, cmd_configs
 from client.cli_partitions import add_partitions_parser, cmd_partitions
 from client.cli_quotas import add_quotas_parser, cmd_quotas
 from client.cli_support import CliError, command_config, emit_json, table
@@ -51,6 +52,7 @@ COMMANDS = (
     "users",
     "acls",
     "quotas",
+    "configs",
     "partitions",
 )
 
@@ -238,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_users_parser(sub)
     add_acls_parser(sub)
     add_quotas_parser(sub)
+    add_configs_parser(sub)
     add_partitions_parser(sub)
     return parser
 
@@ -978,6 +981,7 @@ HANDLERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "users": cmd_users,
     "acls": cmd_acls,
     "quotas": cmd_quotas,
+    "configs": cmd_configs,
     "partitions": cmd_partitions,
 }
 

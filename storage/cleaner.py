@@ -553,6 +553,11 @@ class LogCleaner:
 
     # -- loop thread -----------------------------------------------------------------------------
 
+    def set_dedupe_buffer(self, dedupe_buffer_bytes: int) -> None:
+        """The memory of one cleaning's offset map from the next cleaning on (Kafka gives each
+        cleaner thread ``log.cleaner.dedupe.buffer.size`` / ``log.cleaner.threads``)."""
+        self.map_capacity = max(1, dedupe_buffer_bytes // ENTRY_COST)
+
     def forget(self, tp: TopicPartition) -> None:
         self.offsets.pop(tp, None)
 

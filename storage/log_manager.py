@@ -391,6 +391,27 @@ class LogManager:
                 partition_log.config = config
         return config
 
+    def set_default_config(self, default_config: LogConfig) -> None:
+        """New broker defaults (a dynamic broker config changed): every topic's config is rebuilt from
+        its own overrides over them, so topics without an override of a key follow the new default
+        at once (retention from its next check, segment size from the next append). A topic whose
+        overrides no longer combine with the defaults keeps its current config (logged)."""
+        self._check_open()
+        self.default_config = default_config
+        for name, info in list(self._topics.items()):
+            try:
+                config = LogConfig.from_topic_configs(info.configs, default_config)
+            except ValueError as exc:
+                log.error("topic %s keeps its configuration: %s", name, exc)
+                continue
+            if config == info.config and config.extra == info.config.extra:
+                continue
+            self._topics[name] = replace(info, config=config)
+            for p in info.local_partitions:
+                partition_log = self._logs.get((name, p))
+                if partition_log is not None:
+                    partition_log.config = config
+
     @property
     def fs(self) -> FileSystem:
         return self._fs

@@ -6,8 +6,13 @@ Behavior:
   (default); null or empty configuration_keys means all (Kafka's ConfigHelper);
   unknown names are left out.
   Synonyms (include_synonyms) list the topic override and the broker key behind it.
-- Broker resources (type 4, name "" or this node id): the broker's static
-  configuration, read-only.
+  A broker-level default set dynamically shows as source 2 or 3 (broker/topic_configs.py).
+- Broker resources (type 4): this broker's id, every broker key with its
+  effective value and source (dynamic per-broker 2, dynamic cluster default 3,
+  static 4, default 5); "" the cluster default's dynamic keys only; another
+  id INVALID_REQUEST (broker/broker_configs.py).
+- Broker-logger resources (type 8, this broker's id): every logger and its
+  level, source 6 (broker/dynamic/loggers.py).
 - Unknown topic: UNKNOWN_TOPIC_OR_PARTITION; other resource types: INVALID_REQUEST.
 - Authorization (with an authorizer configured), as KafkaApis (ConfigHelper):
   DESCRIBE_CONFIGS on the topic (else TOPIC_AUTHORIZATION_FAILED), on the
@@ -17,14 +22,14 @@ Behavior:
 Version notes: v0 has is_default instead of config_source and no synonyms; v1
   adds include_synonyms; v2 is v1's layout; v3 adds config_type (Kafka's ids)
   and, with include_documentation, a one-line description of each topic
-  config (broker configs have none); v4 is flexible.
+  config and dynamic broker config; v4 is flexible.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from broker import registry, topic_configs
+from broker import broker_configs, registry, topic_configs
 from broker.context import RequestContext
 from broker.security.acls import CLUSTER_NAME, AclOperation, ResourceType
 from protocol.errors import ErrorCode, KafkaError
@@ -73,7 +78,9 @@ def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
             if r.resource_type == topic_configs.TOPIC:
                 configs = topic_configs.describe_topic(ctx.broker, r.resource_name, keys, synonyms, docs)
             elif r.resource_type == topic_configs.BROKER:
-                configs = topic_configs.describe_broker(ctx.broker, r.resource_name, keys, synonyms)
+                configs = broker_configs.describe_broker(ctx.broker, r.resource_name, keys, synonyms, docs)
+            elif r.resource_type == BROKER_LOGGER:
+                configs = broker_configs.describe_loggers(ctx.broker, r.resource_name, keys)
             else:
                 raise KafkaError(f"unsupported resource type {r.resource_type}", ErrorCode.INVALID_REQUEST)
         except KafkaError as exc:

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import signal
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster.zk.session import log_refresh_failure
@@ -28,9 +29,10 @@ from broker.security.acl_manager import AclManager
 from broker.security.acls import AclOperation, ResourceType
 from broker.security.authorizer import Authorizer, parse_super_users
 from broker.security.credentials import CredentialStore, local_users_file
-from broker.security.listener import ListenerSecurity, link_security, listener_security
+from broker.security.listener import ListenerSecurity, link_security, listener_security, scoped_lookup
 from broker.security.quotas import ClientQuotas
 from broker.security.session import Session
+from broker.security.tls import TlsSettings
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -136,6 +138,30 @@ class BrokerSecurity:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+
+    def reconfigure_tls(self, values: Mapping[str, str], validate_only: bool = False) -> None:
+        """Every TLS listener's key and trust stores from ``values`` (the effective configuration,
+        where dynamic ``listener.name.<l>.ssl.*`` keys win): a listener whose store settings changed
+        loads the new stores for the connections it accepts from then on. ValueError naming the
+        listener when a new store cannot be used (checked for every listener before any changes)."""
+        changed = []
+        for name, security in self.listeners.items():
+            tls = security.tls
+            if tls is None:
+                continue
+            settings = TlsSettings.from_lookup(scoped_lookup(values, name))
+            if settings == tls.settings:
+                continue
+            try:
+                tls.reconfigure(settings, validate_only=True)
+            except ValueError as exc:
+                raise ValueError(f"listener {name}: {exc}") from None
+            changed.append((name, tls, settings))
+        if validate_only:
+            return
+        for name, tls, settings in changed:
+            tls.reconfigure(settings)
+            log.info("listener %s: TLS key and trust stores now from the dynamic broker configuration", name)
 
     def reload_tls(self) -> None:
         for name, security in self.listeners.items():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from broker.config import SASL_MECHANISMS, BrokerConfig, ConfigError, ServedListener
@@ -64,6 +64,17 @@ def _lookup(config: BrokerConfig, listener: str, key: str) -> str | None:
     if key in config.values and config.sources.get(key) != "default":
         return str(config.values[key])
     return None
+
+
+def scoped_lookup(values: Mapping[str, str], listener: str) -> Callable[[str], str | None]:
+    """``key -> value`` for ``listener`` over explicit ``values``: ``listener.name.<l>.<key>`` first."""
+    prefix = f"listener.name.{listener.lower()}."
+
+    def get(key: str) -> str | None:
+        found = values.get(prefix + key)
+        return found if found is not None else values.get(key)
+
+    return get
 
 
 def listener_security(config: BrokerConfig, listener: ServedListener) -> ListenerSecurity:

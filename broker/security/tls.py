@@ -276,6 +276,27 @@ class ServerTls:
         self._stores = stores
         return True
 
+    def reconfigure(self, settings: TlsSettings, validate_only: bool = False) -> None:
+        """Other key and trust stores (a dynamic broker config changed them): loaded and checked as a
+        reload's are, including the subject and host name rule; connections accepted afterwards get
+        them, and `maybe_reload` watches their files from then on. ValueError (one line) when they
+        cannot be used: nothing changes. ``validate_only``: only the checks."""
+        old = self.settings
+        self.settings = settings
+        try:
+            stores = self._load()
+            self._check_compatible(stores.certificate)
+        except Exception as exc:
+            self.settings = old
+            if isinstance(exc, ValueError):
+                raise
+            raise ValueError(f"{type(exc).__name__}: {exc}") from None
+        if validate_only:
+            self.settings = old
+            return
+        self._stores = stores
+        self._seen = self._signature()
+
     def client_context(self, check_hostname: bool) -> ssl.SSLContext:
         """A client context from the same stores, for this broker reaching the others on the
         listener: its keystore as the client certificate, its truststore to verify them. Made

@@ -102,6 +102,7 @@ final class AdminChecks {
         r.add("admin.describe_configs_default_synonyms", () -> defaultSynonyms(ctx));
         r.add("admin.describe_configs_broker", () -> describeBrokerConfigs(ctx));
         r.add("admin.incremental_alter_configs", () -> incrementalAlter(ctx));
+        r.add("admin.incremental_alter_configs_broker", () -> incrementalAlterBroker(ctx));
         r.add("admin.alter_configs_legacy", () -> legacyAlter(ctx));
         r.add("admin.list_offsets", () -> listOffsets(ctx));
         r.add("admin.delete_records", () -> deleteRecords(ctx));
@@ -414,6 +415,71 @@ final class AdminChecks {
                     "an invalid value: %s", e.getCause());
         }
         return "SET delete,compact reads back exactly; SUBTRACT, DELETE, APPEND work; a bad value is refused";
+    }
+
+    private static void alter(Admin admin, ConfigResource resource, String key, String value) throws Exception {
+        AlterConfigOp.OpType op = value == null ? AlterConfigOp.OpType.DELETE : AlterConfigOp.OpType.SET;
+        admin.incrementalAlterConfigs(Map.of(resource, List.of(new AlterConfigOp(new ConfigEntry(key, value), op))))
+                .all().get();
+    }
+
+    private static List<String> synonyms(ConfigEntry entry) {
+        return entry.synonyms().stream().map(s -> s.name() + "=" + s.value() + "/" + s.source())
+                .collect(Collectors.toList());
+    }
+
+    /**
+     * Dynamic broker configs as a ZooKeeper-mode Kafka takes them from the Admin client: this
+     * broker's own value (resource name = its id) wins over the cluster default (name ""), each
+     * described with its source and synonyms; a static key is refused with InvalidRequestException
+     * and Kafka's message; a logger's level changes through BROKER_LOGGER and DELETE gives it its
+     * parent's again. Everything is put back afterwards.
+     */
+    static String incrementalAlterBroker(Ctx ctx) throws Exception {
+        Admin admin = ctx.admin();
+        Node node = admin.describeCluster().nodes().get().iterator().next();
+        ConfigResource broker = new ConfigResource(ConfigResource.Type.BROKER, node.idString());
+        ConfigResource defaults = new ConfigResource(ConfigResource.Type.BROKER, "");
+        ConfigResource logger = new ConfigResource(ConfigResource.Type.BROKER_LOGGER, node.idString());
+        DescribeConfigsOptions withSynonyms = new DescribeConfigsOptions().includeSynonyms(true);
+        try {
+            alter(admin, defaults, "log.retention.ms", "7200000");
+            alter(admin, broker, "log.retention.ms", "3600000");
+            ConfigEntry own = describe(admin, broker, withSynonyms).get("log.retention.ms");
+            JavaChecks.expect("3600000".equals(own.value())
+                    && own.source() == ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG && !own.isReadOnly(),
+                    "broker's log.retention.ms = %s", own);
+            List<String> expected = List.of("log.retention.ms=3600000/DYNAMIC_BROKER_CONFIG",
+                    "log.retention.ms=7200000/DYNAMIC_DEFAULT_BROKER_CONFIG", "log.retention.hours=168/DEFAULT_CONFIG");
+            JavaChecks.expect(synonyms(own).equals(expected), "synonyms %s, Kafka answers %s", synonyms(own), expected);
+            ConfigEntry cluster = describe(admin, defaults, withSynonyms).get("log.retention.ms");
+            JavaChecks.expect(cluster != null && "7200000".equals(cluster.value())
+                    && cluster.source() == ConfigEntry.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
+                    "cluster default log.retention.ms = %s", cluster);
+            try {
+                alter(admin, broker, "log.retention.hours", "1");
+                throw new JavaChecks.Failed("log.retention.hours was changed dynamically");
+            } catch (ExecutionException e) {
+                JavaChecks.expect(e.getCause() instanceof org.apache.kafka.common.errors.InvalidRequestException
+                        && "Cannot update these configs dynamically: Set(log.retention.hours)"
+                                .equals(e.getCause().getMessage()),
+                        "a static key: %s", e.getCause());
+            }
+            alter(admin, logger, "minikafka.produce", "DEBUG");
+            Config levels = describe(admin, logger, new DescribeConfigsOptions());
+            JavaChecks.expect("DEBUG".equals(levels.get("minikafka.produce").value())
+                    && levels.get("minikafka.produce").source() == ConfigEntry.ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+                    "minikafka.produce = %s", levels.get("minikafka.produce"));
+            alter(admin, logger, "minikafka.produce", null);
+            levels = describe(admin, logger, new DescribeConfigsOptions());
+            JavaChecks.expect(levels.get("minikafka.produce").value().equals(levels.get("root").value()),
+                    "after DELETE minikafka.produce = %s, root = %s", levels.get("minikafka.produce"), levels.get("root"));
+            return "own 3600000 over default 7200000 (" + String.join(", ", synonyms(own))
+                    + "); log.retention.hours refused; a logger's level set and reset";
+        } finally {
+            alter(admin, broker, "log.retention.ms", null);
+            alter(admin, defaults, "log.retention.ms", null);
+        }
     }
 
     @SuppressWarnings("deprecation")

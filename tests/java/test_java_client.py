@@ -83,6 +83,7 @@ ADMIN = [
     "admin.describe_configs_default_synonyms",
     "admin.describe_configs_broker",
     "admin.incremental_alter_configs",
+    "admin.incremental_alter_configs_broker",
     "admin.alter_configs_legacy",
     "admin.list_offsets",
     "admin.delete_records",

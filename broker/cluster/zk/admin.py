@@ -47,14 +47,14 @@ class ZkAdmin:
         self,
         session: ZkSession,
         snapshot: Callable[[], Snapshot],
-        default_config: LogConfig,
+        default_config: Callable[[], LogConfig],
         node_id: int,
         default_replication_factor: int,
         written: Callable[[], None],
     ) -> None:
         self.session = session
         self._snapshot = snapshot
-        self._default_config = default_config
+        self._default_config = default_config  # the broker's topic defaults as they are now
         self._node_id = node_id
         self._default_rf = default_replication_factor
         self._written = written
@@ -74,7 +74,7 @@ class ZkAdmin:
             partitions = len(assignment)
         check_new_topic(name, partitions, self._snapshot().assignments)
         try:
-            LogConfig.from_topic_configs(given, self._default_config)
+            LogConfig.from_topic_configs(given, self._default_config())
         except ValueError as exc:
             raise KafkaError(str(exc), ErrorCode.INVALID_CONFIG) from None
         rf = self._default_rf if replication_factor is None or replication_factor < 0 else replication_factor
@@ -174,7 +174,7 @@ class ZkAdmin:
         if name not in self._snapshot().assignments:
             raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         try:
-            LogConfig.from_topic_configs(overrides, self._default_config)
+            LogConfig.from_topic_configs(overrides, self._default_config())
         except ValueError as exc:
             raise KafkaError(str(exc), ErrorCode.INVALID_CONFIG) from None
         if validate_only:

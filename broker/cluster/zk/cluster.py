@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 import uuid
@@ -118,7 +119,7 @@ class ZkCluster:
         self.admin = ZkAdmin(
             session,
             lambda: self._snap,
-            self.logs.default_config,
+            lambda: self.logs.default_config,
             node.node_id,
             default_replication_factor,
             self._dirty.set,
@@ -505,6 +506,16 @@ class ZkCluster:
                 )
             wrote = True
         return wrote
+
+    def set_unclean_default(self, enabled: bool) -> None:
+        """A new broker-level ``unclean.leader.election.enable`` (a dynamic broker config): turned on,
+        the controller looks at once for partitions it can now elect a leader for, as Kafka's
+        enableDefaultUncleanLeaderElection."""
+        if enabled == self._balance.unclean:
+            return
+        self._balance = dataclasses.replace(self._balance, unclean=enabled)
+        if enabled:
+            self._dirty.set()
 
     def _unclean(self, topic: str) -> bool:
         """Whether ``topic`` allows unclean leader election (its config, else the broker's)."""
