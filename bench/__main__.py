@@ -14,6 +14,9 @@ Suites (`--suites`, default all), each printing its own table:
   source in the same Spark session;
 - `cluster` (bench/cluster.py): three brokers on ZooKeeper against one broker:
   RF 3 acks=all produce, consume, and failover time after a SIGKILL;
+- `reassign` (bench/reassign.py): a reassignment's copy rate against a follower's
+  catch-up, a throttled copy against its throttle, and an acks=all producer's p99
+  during a throttled move against none;
 - `versions` (bench/versions.py): Produce and Fetch requests/s at Kafka 4's
   newest versions beside the old ones;
 - `transactions` (bench/transactions.py): transactional produce beside
@@ -42,8 +45,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer records per broker-suite cell")
     ap.add_argument(
         "--suites",
-        default="broker,groups,storage,client,spark,cluster,versions,transactions,security,console",
-        help="comma-separated: broker, groups, storage, client, spark, cluster, versions, transactions,"
+        default="broker,groups,storage,client,spark,cluster,reassign,versions,transactions,security,console",
+        help="comma-separated: broker, groups, storage, client, spark, cluster, reassign, versions, transactions,"
         " security, console",
     )
     args = ap.parse_args()

@@ -9,13 +9,20 @@ Files are kafka-reassign-partitions' JSON:
   current assignment of those topics and a proposed one on the listed brokers
   (Kafka's placement, rack-aware when the brokers have racks unless
   ``--disable-rack-aware``, same replication factor); nothing changes.
-- ``--execute --reassignment-json-file F``: prints the current assignment
-  (keep it to roll back) and starts the moves; refused while other
-  reassignments are in progress unless ``--additional``.
+- ``--execute --reassignment-json-file F [--throttle B]``: prints the current
+  assignment (keep it to roll back) and starts the moves; refused while other
+  reassignments are in progress unless ``--additional``. ``--throttle`` sets
+  Kafka's replication throttle as kafka-reassign-partitions does: the rate
+  (``leader.`` and ``follower.replication.throttled.rate``) on every broker
+  of the moving partitions, and per topic ``leader.replication.throttled.replicas``
+  (the current replicas of the moving partitions) and
+  ``follower.replication.throttled.replicas`` (the replicas being added).
 - ``--verify --reassignment-json-file F``: per partition, completed, still in
-  progress, or not at its target; exit 1 unless all completed.
+  progress, or not at its target; exit 1 unless all completed. Once all are,
+  the throttles are removed (unless ``--preserve-throttles``).
 - ``--cancel --reassignment-json-file F``: cancels those still in progress
-  (each partition goes back to its original replicas).
+  (each partition goes back to its original replicas) and removes the
+  throttles (unless ``--preserve-throttles``).
 - ``--list``: every reassignment in progress.
 - ``--decommission BROKER``: moves every replica off BROKER onto the other
   live brokers (each replaced in place by the live broker holding the fewest
@@ -35,7 +42,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from client.admin import AdminClient
+from client.admin import BROKER, TOPIC, AdminClient
 from client.cli_support import CliError, add_common, admin_client, emit_json
 from client.errors import KafkaError
 from client.types import TopicPartition
@@ -62,6 +69,12 @@ def add_reassign_parser(psub: Any) -> None:
         "--additional", action="store_true", help="with --execute: beside reassignments in progress"
     )
     p.add_argument("--wait", action="store_true", help="with --decommission: until the moves complete")
+    p.add_argument(
+        "--throttle", type=int, metavar="BYTES/S", help="with --execute/--decommission: cap the copying rate"
+    )
+    p.add_argument(
+        "--preserve-throttles", action="store_true", help="with --verify/--cancel: leave the throttles set"
+    )
 
 
 def cmd_reassign(args: argparse.Namespace) -> int:
@@ -173,11 +186,58 @@ def _generate(admin: AdminClient, args: argparse.Namespace) -> int:
     return 0
 
 
+THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+
+
+def _set_throttles(
+    admin: AdminClient,
+    current: dict[TopicPartition, list[int]],
+    plan: dict[TopicPartition, list[int]],
+    rate: int,
+) -> None:
+    moving = {tp: target for tp, target in plan.items() if current[tp] != target}
+    brokers = sorted({b for tp, target in moving.items() for b in (*current[tp], *target)})
+    for broker in brokers:
+        admin.alter_configs((BROKER, str(broker)), {key: str(rate) for key in THROTTLE_RATES})
+    for topic in sorted({tp.topic for tp in moving}):
+        leaders = [f"{tp.partition}:{b}" for tp in sorted(moving) if tp.topic == topic for b in current[tp]]
+        followers = [
+            f"{tp.partition}:{b}"
+            for tp in sorted(moving)
+            if tp.topic == topic
+            for b in moving[tp]
+            if b not in current[tp]
+        ]
+        admin.alter_configs(
+            (TOPIC, topic),
+            {THROTTLED_REPLICAS[0]: ",".join(leaders), THROTTLED_REPLICAS[1]: ",".join(followers)},
+        )
+    print(f"The inter-broker throttle limit was set to {rate} B/s")
+    print(
+        "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed."
+    )
+
+
+def _clear_throttles(admin: AdminClient, topics: set[str]) -> None:
+    brokers = [b.node_id for b in admin.describe_cluster().brokers]
+    for broker in brokers:
+        admin.alter_configs((BROKER, str(broker)), delete_configs=THROTTLE_RATES)
+    print(f"Clearing broker-level throttles on brokers {','.join(map(str, brokers))}")
+    for topic in sorted(topics):
+        admin.alter_configs((TOPIC, topic), delete_configs=THROTTLED_REPLICAS)
+        print(f"Clearing topic-level throttles on topic {topic}")
+
+
 def _start(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicPartition, list[int]]) -> int:
     current = _current(admin, {tp.topic for tp in plan})
     missing = [tp for tp in plan if tp not in current]
     if missing:
         raise CliError(f"unknown partitions: {_names(missing)}")
+    if args.throttle is not None:
+        if args.throttle <= 0:
+            raise CliError(f"--throttle must be a positive number of bytes per second, not {args.throttle}")
+        _set_throttles(admin, current, plan, args.throttle)
     results = admin.alter_partition_reassignments(dict(plan))
     failed = {tp: e for tp, e in results.items() if e is not None}
     started = sorted(tp for tp in plan if tp not in failed)
@@ -247,7 +307,10 @@ def _verify(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicPartit
                     f"There is no active reassignment of partition {name}, "
                     f"but replica set is {have} rather than {want}."
                 )
-    return 0 if all(s == "completed" for s in states.values()) else 1
+    done = all(s == "completed" for s in states.values())
+    if done and not args.preserve_throttles and not args.json:
+        _clear_throttles(admin, {tp.topic for tp in plan})
+    return 0 if done else 1
 
 
 def _cancel(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicPartition, list[int]]) -> int:
@@ -272,6 +335,8 @@ def _cancel(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicPartit
             print("None of the specified partition reassignments are active.")
         for tp, error in sorted(failed.items()):
             print(f"Error cancelling the reassignment of {tp.topic}-{tp.partition}: {error}")
+        if not args.preserve_throttles:
+            _clear_throttles(admin, {tp.topic for tp in plan})
     return 1 if failed else 0
 
 
@@ -345,6 +410,8 @@ def _decommission(admin: AdminClient, args: argparse.Namespace) -> int:
             break
         time.sleep(1.0)
     if not args.json:
+        if args.throttle is not None:
+            _clear_throttles(admin, {tp.topic for tp in plan})
         print(f"Broker {args.decommission} holds no replica any more.")
     return 0
 

@@ -27,8 +27,8 @@ refusal is `keys.invalid_dynamic`'s message):
 - ``max.connections``, ``max.connections.per.ip``,
   ``max.connections.per.ip.overrides``: read at each accept (broker/connection.py).
 - ``leader.replication.throttled.rate``, ``follower.replication.throttled.rate``:
-  only exposed (`DynamicBrokerConfigs.leader_replication_throttled_rate`...) for
-  the replication throttles.
+  the replication throttles' quotas (`ReplicaManager.throttles`,
+  broker/replica/throttle.py); Kafka's LONG_MAX default: no limit.
 - thread pool sizes (stored only): checked as Kafka's DynamicThreadPool, so a
   value Kafka would refuse is refused here too.
 """
@@ -39,7 +39,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
-from broker.dynamic.configs import DynamicBrokerConfigs, default_text
+from broker.dynamic.configs import FOLLOWER_RATE, LEADER_RATE, LONG_MAX, DynamicBrokerConfigs, default_text
 from broker.dynamic.keys import SSL_STORE_KEYS, config_error, invalid_dynamic, split_listener_key
 from storage.config import BROKER_CONFIG_NAMES, LogConfig
 
@@ -224,6 +224,14 @@ def connect(
                 dynamic.int_value("log.cleaner.threads"),
                 dynamic.int_value("log.cleaner.backoff.ms"),
                 dynamic.int_value("log.cleaner.dedupe.buffer.size"),
+            )
+        if changed & {LEADER_RATE, FOLLOWER_RATE}:
+            leader, follower = (
+                dynamic.leader_replication_throttled_rate,
+                dynamic.follower_replication_throttled_rate,
+            )
+            replicas.throttles.set_rates(
+                None if leader >= LONG_MAX else leader, None if follower >= LONG_MAX else follower
             )
         if "producer.id.expiration.ms" in changed:
             replicas.producer_expiration_ms = dynamic.int_value("producer.id.expiration.ms")

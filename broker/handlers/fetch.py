@@ -174,6 +174,11 @@ def _rack_of(ctx: RequestContext) -> Callable[[int], str | None]:
     return rack_of
 
 
+def _configs(broker: Any, topic: str) -> dict[str, str]:
+    info = broker.logs.topics().get(topic)
+    return info.configs if info is not None else {}
+
+
 def _read(
     ctx: RequestContext,
     req: Any,
@@ -247,6 +252,11 @@ def _read(
                 if committed:
                     end = lso
                 left = budget - total
+                catching_up = follower and replica_id not in part.isr
+                if catching_up and broker.replicas.throttles.leader_throttled(
+                    _configs(broker, name), p.partition
+                ):
+                    end = p.fetch_offset  # a reassignment's copy, over its rate: nothing this time
                 if p.fetch_offset < end and (left > 0 or total == 0):
                     records = plog.read(
                         p.fetch_offset,
@@ -258,6 +268,10 @@ def _read(
                     if committed and lso < hw:
                         records = records[: bytes_below(records, lso)]
                     total += len(records)
+                    if catching_up and broker.replicas.throttles.leader_counts(
+                        _configs(broker, name), p.partition
+                    ):
+                        broker.replicas.throttles.leader.record(len(records))
                     if broker.metrics is not None and records:
                         count = sum(h.record_count for h in validate_batches(records, check_crc=False))
                         served = None if follower else ("leader" if part.is_leader else "follower")

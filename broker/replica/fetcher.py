@@ -185,8 +185,32 @@ class ReplicaFetcher:
             self.replicas.rebuild_producers(part)
         part.needs_truncation = False
 
+    def _configs(self, part: Partition) -> dict[str, str]:
+        info = self.replicas.logs.topics().get(part.topic)
+        return info.configs if info is not None else {}
+
+    def _throttled(self, part: Partition) -> bool:
+        """A partition this broker copies without being in sync, over the follower throttle: skipped."""
+        return self.replicas.node_id not in part.isr and self.replicas.throttles.follower_throttled(
+            self._configs(part), part.index
+        )
+
+    def _chunk(self, part: Partition) -> int:
+        """How much of ``part`` one fetch asks for: a throttled copy asks for a tenth of a second's
+        worth (at least 64 KiB), so it arrives in small steps beside the in-sync partitions it shares
+        this fetcher with, instead of a full megabyte now and then."""
+        throttles = self.replicas.throttles
+        rate = throttles.follower.rate
+        if (
+            rate is None
+            or self.replicas.node_id in part.isr
+            or not throttles.follower_counts(self._configs(part), part.index)
+        ):
+            return PARTITION_MAX_BYTES
+        return max(64 << 10, min(PARTITION_MAX_BYTES, int(rate) // 10))
+
     async def _fetch(self) -> None:
-        ready = [p for p in self._ready() if not p.needs_truncation]
+        ready = [p for p in self._ready() if not p.needs_truncation and not self._throttled(p)]
         if not ready:
             await asyncio.sleep(RETRY_S)
             return
@@ -205,7 +229,7 @@ class ReplicaFetcher:
                     "current_leader_epoch": p.leader_epoch,
                     "fetch_offset": p.log.log_end_offset,
                     "log_start_offset": p.log.log_start_offset,
-                    "partition_max_bytes": PARTITION_MAX_BYTES,
+                    "partition_max_bytes": self._chunk(p),
                 },
             ),
             "forgotten_topics_data": [],
@@ -238,6 +262,13 @@ class ReplicaFetcher:
                     backoff = True
                     continue
                 records = r.records  # a writable view into the response frame: appended without a copy
+                throttles = self.replicas.throttles
+                if (
+                    records
+                    and self.replicas.node_id not in part.isr
+                    and throttles.follower_counts(self._configs(part), part.index)
+                ):
+                    throttles.follower.record(len(records))
                 if records:
                     headers = validate_batches(records)
                     plog, first = part.log, headers[0]

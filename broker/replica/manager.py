@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from broker.producer_state import PartitionProducers, load_producer_state, write_snapshot
 from broker.replica import markers
 from broker.replica.partition import Partition
+from broker.replica.throttle import ReplicationThrottles
 from protocol.control_records import build_marker_batch
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader, validate_batches
@@ -72,6 +73,7 @@ class ReplicaManager:
         # set by the cluster side: whether a broker is alive, so that its follower may join an ISR
         self.isr_eligible: Callable[[int], bool] | None = None
         self._partitions: dict[TopicPartition, Partition] = {}
+        self.throttles = ReplicationThrottles(node_id)  # a reassignment's copying, leader and follower side
         started = time.monotonic()
         for (topic, index), plog in logs.logs():
             part = Partition(topic, index, plog, node_id)

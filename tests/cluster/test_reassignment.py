@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient as ConfluentAdmin
-from confluent_kafka.admin import NewPartitions
+from confluent_kafka.admin import NewPartitions, NewTopic
 from kazoo.client import KazooClient
 
 from client.admin import AdminClient
@@ -226,3 +226,61 @@ def test_decommission_empties_a_broker(tmp_path: Path, zookeeper: ZooKeeperProce
         seen = read_all(cluster.bootstrap, TOPIC, 4)
         check_exactly_once(acked, seen)
         assert "Broker 1 holds no replica." in _cli(cluster, "--decommission", "1").stdout
+
+
+def test_a_throttled_move_copies_at_the_rate_and_cancelling_keeps_the_old_replicas(
+    tmp_path: Path, zookeeper: ZooKeeperProcess
+) -> None:
+    """Kafka's replication throttle, set as kafka-reassign-partitions --throttle sets it: the new
+    replica grows at the throttle's rate, and a cancelled move leaves the partition on its original
+    replicas with nothing left on the new broker."""
+    from confluent_kafka import Producer
+
+    rate = 1024 * 1024
+    with Cluster(tmp_path, zookeeper) as cluster:
+        confluent = ConfluentAdmin({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
+        confluent.create_topics([NewTopic(TOPIC, 1, replica_assignment=[[1, 2]])])[TOPIC].result(15)
+        wait_for(lambda: _settled(cluster, TOPIC, 0, [1, 2]), 30, "the topic")
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "logger": QUIET, "linger.ms": 20})
+        for i in range(40 * 1024):
+            producer.produce(TOPIC, key=str(i).encode(), value=b"x" * 1000)
+            if i % 1000 == 0:
+                producer.poll(0)
+        assert producer.flush(60) == 0
+        size = sum(f.stat().st_size for f in (cluster.brokers[1].data_dir / f"{TOPIC}-0").glob("*.log"))
+        plan = tmp_path / "throttled.json"
+        plan.write_text(
+            json.dumps({"version": 1, "partitions": [{"topic": TOPIC, "partition": 0, "replicas": [1, 3]}]})
+        )
+        started = _cli(cluster, "--execute", "--reassignment-json-file", str(plan), "--throttle", str(rate))
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert f"The inter-broker throttle limit was set to {rate} B/s" in started.stdout
+        topic_configs = _topic_configs(confluent)
+        assert topic_configs["leader.replication.throttled.replicas"] == "0:1,0:2"
+        assert topic_configs["follower.replication.throttled.replicas"] == "0:3"
+
+        def copied() -> int:
+            return sum(f.stat().st_size for f in (cluster.brokers[3].data_dir / f"{TOPIC}-0").glob("*.log"))
+
+        time.sleep(4)
+        first, t0 = copied(), time.monotonic()
+        time.sleep(6)
+        grown = (copied() - first) / (time.monotonic() - t0)
+        assert 0.5 * rate < grown < 1.5 * rate, f"{grown:.0f} B/s against a throttle of {rate} B/s"
+        assert copied() < size
+        cancelled = _cli(cluster, "--cancel", "--reassignment-json-file", str(plan))
+        assert cancelled.returncode == 0, cancelled.stdout + cancelled.stderr
+        assert f"Successfully cancelled partition reassignments for: {TOPIC}-0" in cancelled.stdout
+        assert "Clearing broker-level throttles on brokers 1,2,3" in cancelled.stdout
+        topic_configs = _topic_configs(confluent)
+        assert not topic_configs["leader.replication.throttled.replicas"]
+        wait_for(lambda: _settled(cluster, TOPIC, 0, [1, 2]), 30, "the original replicas")
+        wait_for(lambda: _replica_dirs(cluster, TOPIC, 0) == {1, 2}, 30, "the new replica deleted")
+        assert _identical(cluster, TOPIC, 0, {1, 2})
+
+
+def _topic_configs(admin: ConfluentAdmin) -> dict[str, str | None]:
+    from confluent_kafka.admin import ConfigResource
+
+    resource = ConfigResource(ConfigResource.Type.TOPIC, TOPIC)
+    return {k: e.value for k, e in admin.describe_configs([resource])[resource].result(15).items()}
