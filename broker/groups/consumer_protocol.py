@@ -239,9 +239,6 @@ class ConsumerProtocol:
         except HeartbeatError as exc:
             callback(HeartbeatResult(exc.code, exc.message))
             return
-        if not records:
-            callback(result)
-            return
 
         def stored(code: ErrorCode) -> None:
             if code == ErrorCode.NONE:
@@ -250,7 +247,11 @@ class ConsumerProtocol:
             log.warning("consumer group %s: records not stored (%s)", req.group_id, code.name)
             callback(HeartbeatResult(group_store_error(code)))
 
-        self._co._log.append(self._co.partition_for(req.group_id), records, stored)
+        partition = self._co.partition_for(req.group_id)
+        if records:
+            self._co._log.append(partition, records, stored)
+        else:  # answered from state earlier writes made: only once those are committed (Kafka's runtime)
+            self._co._log.when_committed(partition, stored)
 
     def _group(self, group_id: str, create: bool, records: list[RecordKV]) -> Group:
         group = self._co._groups.get(group_id)

@@ -20,6 +20,11 @@ class OffsetsLog(Protocol):
     given, is called later (never from inside `append`) with NONE once the
     batch is durable, MESSAGE_TOO_LARGE if the batch exceeds the topic's
     limit, or KAFKA_STORAGE_ERROR if writing or syncing failed.
+    `when_committed` calls ``done`` with NONE once every record appended to a
+    partition so far is durable (at once, from inside the call, when nothing
+    is pending), or with the error that keeps it from being so: Kafka's
+    coordinator runtime answers an operation that writes nothing only once the
+    last written offset is committed.
     `read` yields (key, value) of every record of a partition, in offset order.
     ``producer`` (id, epoch) makes the batch a transactional one (TxnOffsetCommit);
     its records are read only once a COMMIT marker follows, and those of
@@ -39,6 +44,8 @@ class OffsetsLog(Protocol):
         done: Done | None,
         producer: tuple[int, int] | None = None,
     ) -> None: ...
+
+    def when_committed(self, partition: int, done: Done) -> None: ...
 
     def read(self, partition: int) -> Iterator[RecordKV]: ...
 

@@ -133,7 +133,8 @@ class BrokerOffsetsLog:
         # partition -> producer id -> records of transactions open at the end of the last `read`
         self.open_transactions: dict[int, dict[int, list[RecordKV]]] = {}
         # partition -> appends not written yet: (records, done, producer)
-        self._queued: dict[int, list[tuple[list[RecordKV], Done | None, tuple[int, int] | None]]] = {}
+        # (records None: a `when_committed` barrier)
+        self._queued: dict[int, list[tuple[list[RecordKV] | None, Done | None, tuple[int, int] | None]]] = {}
         # partition -> written batches not answered yet, in write order
         self._unanswered: dict[int, deque[_Unanswered]] = {}
 
@@ -158,6 +159,33 @@ class BrokerOffsetsLog:
             asyncio.get_running_loop().call_soon(self._write_queued, partition)
         queued.append((list(records), done, producer))
 
+    def when_committed(self, partition: int, done: Done) -> None:
+        """``done`` once everything appended to ``partition`` so far is on the in-sync replicas
+        (`OffsetsLog`); at once when nothing is queued, unanswered or above the high watermark."""
+        queued = self._queued.get(partition)
+        if queued is not None:  # appends not written yet: the barrier goes after them
+            queued.append((None, done, None))
+            return
+        self._barrier(partition, done, at_once=True)
+
+    def _barrier(self, partition: int, done: Done, *, at_once: bool) -> None:
+        try:
+            part = self._replicas.leader(self.topic, partition)
+        except KafkaError as exc:
+            done(exc.code) if at_once else asyncio.get_running_loop().call_soon(done, exc.code)
+            return
+        end = part.log.log_end_offset
+        committed = self._timeout_s is None or part.log.high_watermark >= end
+        if committed and partition not in self._unanswered:
+            done(ErrorCode.NONE) if at_once else asyncio.get_running_loop().call_soon(done, ErrorCode.NONE)
+            return
+        entry = _Unanswered([done])  # answered in order, after the writes before it
+        self._unanswered.setdefault(partition, deque()).append(entry)
+        if committed:
+            self._answer(partition, entry, ErrorCode.NONE)
+        else:
+            asyncio.ensure_future(self._replicated(part, end, entry))
+
     def _write_queued(self, partition: int) -> None:
         queued = self._queued.pop(partition, [])
         limit = MERGE_BYTES
@@ -167,10 +195,14 @@ class BrokerOffsetsLog:
         i = 0
         while i < len(queued):
             records, done, producer = queued[i]
-            dones = [done]
             i += 1
+            if records is None:  # a `when_committed` barrier
+                assert done is not None
+                self._barrier(partition, done, at_once=False)
+                continue
+            dones = [done]
             size = _size(records)
-            while producer is None and i < len(queued) and queued[i][2] is None:
+            while producer is None and i < len(queued) and queued[i][2] is None and queued[i][0] is not None:
                 more, more_done, _ = queued[i]
                 more_size = _size(more)
                 if size + more_size > limit:

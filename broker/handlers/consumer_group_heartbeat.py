@@ -17,7 +17,9 @@ Version notes: v1 adds subscribed_topic_regex (a regular expression matched in
   (Kafka 4.0 made v1 stable).
 - A heartbeat that changes what is stored (a join, a new epoch or
   assignment, a leave) is answered once its records are on the in-sync
-  replicas of ``__consumer_offsets``, as Kafka's coordinator runtime does.
+  replicas of ``__consumer_offsets``, as Kafka's coordinator runtime does;
+  one that writes nothing once every earlier write of its partition is
+  (its answer may rest on them), at once when none is pending.
 - Authorization (with an authorizer configured), as KafkaApis (Kafka 4,
   KAFKA-18813): READ on the group, else GROUP_AUTHORIZATION_FAILED; then, when
   the request lists subscribed topic names, DESCRIBE on every one of them,

@@ -48,6 +48,13 @@ class MemoryOffsetsLog:
         else:
             self.clock.call_later(0, lambda: done(self._outcome()))
 
+    def when_committed(self, partition: int, done: Done) -> None:
+        """At once unless writes are held: then with them, at `release`."""
+        if self.hold and self.held:
+            self.held.append(done)
+        else:
+            done(self._outcome())
+
     def release(self) -> None:
         held, self.held = self.held, []
         for done in held:

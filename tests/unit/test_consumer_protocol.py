@@ -485,3 +485,33 @@ def test_static_members_move_between_the_protocols_under_their_instance_ids() ->
     clock.run_due()
     again = synced(sync(c, back, instance="i1"))
     assert sorted(p.partition for p in decode_assignment(again.assignment).partitions) == [0, 1, 2, 3]
+
+
+def test_a_heartbeat_that_writes_nothing_waits_for_the_groups_uncommitted_records() -> None:
+    """Kafka's coordinator runtime: an operation that writes nothing completes only once the last
+    written offset is committed, so no member is told what the in-sync replicas may not have."""
+    c, clock, log = coordinator(t1=4)
+    first = beat(c, clock, "a", 0, subscribe=("t1",))
+    log.hold = True  # writes from here on stay uncommitted (the followers are not there yet)
+
+    def heartbeat(member: str, epoch: int, owned: Assignment | None, **more: object) -> Box:
+        box = Box()
+        c.consumer.heartbeat(
+            Heartbeat("g", member, epoch, owned=owned, client_id="c", client_host="/127.0.0.1", **more),  # type: ignore[arg-type]
+            box,
+        )
+        clock.run_due()
+        return box
+
+    joining = heartbeat("b", 0, {}, rebalance_timeout_ms=30_000, subscribed_topic_names=("t1",))
+    revoking = heartbeat("a", first.member_epoch, first.assignment)  # a is told to revoke: written
+    again = heartbeat("a", first.member_epoch, first.assignment)  # no progress: nothing to write
+    assert not joining.done and not revoking.done
+    assert not again.done, "answered from state the in-sync replicas may not have"
+    log.release()
+    assert joining.done and revoking.done and again.done
+    told, answer = revoking.value, again.value
+    assert isinstance(told, HeartbeatResult) and count(told.assignment) == 2
+    assert isinstance(answer, HeartbeatResult) and answer.error == ErrorCode.NONE
+    log.hold = False
+    assert heartbeat("a", first.member_epoch, first.assignment).done  # nothing pending: at once

@@ -166,3 +166,35 @@ def test_transaction_state_append_failures_are_answered_as_kafka_maps_them() -> 
         "KAFKA_STORAGE_ERROR": "NOT_COORDINATOR",
         "MESSAGE_TOO_LARGE": "UNKNOWN_SERVER_ERROR",
     }
+
+
+def _barrier(store: BrokerOffsetsLog) -> asyncio.Future[ErrorCode]:
+    answered: asyncio.Future[ErrorCode] = asyncio.get_running_loop().create_future()
+    store.when_committed(0, lambda code: answered.done() or answered.set_result(code))
+    return answered
+
+
+async def test_when_committed_waits_for_every_earlier_write_to_reach_the_isr(
+    replicas: ReplicaManager,
+) -> None:
+    part = _lead(replicas, [7, 8])
+    store = BrokerOffsetsLog(replicas, GroupCommit(), 1, timeout_s=5)
+    assert _barrier(store).result() == ErrorCode.NONE  # nothing written: answered inside the call
+    commit = _commit(store)
+    queued = _barrier(store)  # asked while the commit is still queued
+    await asyncio.sleep(0.2)
+    written = _barrier(store)  # asked once it is written, above the high watermark
+    await asyncio.sleep(0.1)
+    assert not commit.done() and not queued.done() and not written.done()
+    replicas.follower_fetched(part, 8, 1, now_ms=2_000)
+    assert [await asyncio.wait_for(f, 1) for f in (commit, queued, written)] == [ErrorCode.NONE] * 3
+    assert _barrier(store).result() == ErrorCode.NONE
+
+
+async def test_when_committed_reports_a_write_the_isr_never_got(replicas: ReplicaManager) -> None:
+    _lead(replicas, [7, 8])
+    store = BrokerOffsetsLog(replicas, GroupCommit(), 1, timeout_s=0.3)
+    commit = _commit(store)
+    await asyncio.sleep(0.1)
+    assert await asyncio.wait_for(_barrier(store), 2) == ErrorCode.REQUEST_TIMED_OUT
+    assert await commit == ErrorCode.REQUEST_TIMED_OUT
