@@ -36,8 +36,15 @@ TOPIC_CONFIG_TYPES: dict[str, tuple[int, str]] = {
     "compression.zstd.level": (INT, "zstd level when the broker compresses (accepted, not used)."),
     "remote.log.copy.disable": (BOOLEAN, "Tiered storage setting (accepted, not used)."),
     "remote.log.delete.on.disable": (BOOLEAN, "Tiered storage setting (accepted, not used)."),
-    "follower.replication.throttled.replicas": (LIST, "Replication throttling (accepted, not used)."),
-    "leader.replication.throttled.replicas": (LIST, "Replication throttling (accepted, not used)."),
+    "follower.replication.throttled.replicas": (
+        LIST,
+        "partition:broker replicas (or *) whose copying as followers follower.replication.throttled.rate limits.",
+    ),
+    "leader.replication.throttled.replicas": (
+        LIST,
+        "partition:broker replicas (or *) whose leaders send to out-of-sync followers at most "
+        "leader.replication.throttled.rate.",
+    ),
     "local.retention.bytes": (LONG, "Tiered storage setting (accepted, not used)."),
     "local.retention.ms": (LONG, "Tiered storage setting (accepted, not used)."),
     "max.compaction.lag.ms": (LONG, "Longest a record may stay uncompacted (accepted, not used)."),

@@ -18,8 +18,8 @@ Files are kafka-reassign-partitions' JSON:
   (the current replicas of the moving partitions) and
   ``follower.replication.throttled.replicas`` (the replicas being added).
 - ``--verify --reassignment-json-file F``: per partition, completed, still in
-  progress, or not at its target; exit 1 unless all completed. Once all are,
-  the throttles are removed (unless ``--preserve-throttles``).
+  progress, or not at its target. Once no reassignment is in progress in the
+  cluster, the throttles are removed (unless ``--preserve-throttles``).
 - ``--cancel --reassignment-json-file F``: cancels those still in progress
   (each partition goes back to its original replicas) and removes the
   throttles (unless ``--preserve-throttles``).
@@ -36,6 +36,7 @@ Files are kafka-reassign-partitions' JSON:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import time
 from collections import Counter
@@ -141,10 +142,15 @@ def _plan_json(plan: dict[TopicPartition, list[int]]) -> dict[str, Any]:
     }
 
 
-def _current(admin: AdminClient, topics: set[str]) -> dict[TopicPartition, list[int]]:
+def _current(
+    admin: AdminClient, topics: set[str], *, missing_ok: bool = False
+) -> dict[TopicPartition, list[int]]:
+    """Each partition's replicas; a topic that does not answer is an error (``missing_ok``: left out)."""
     out = {}
     for name, info in admin.describe_topics(sorted(topics)).items():
         if isinstance(info, KafkaError):
+            if missing_ok:
+                continue
             raise CliError(f"topic {name}: {info}")
         for index, part in info.partitions.items():
             out[TopicPartition(name, index)] = list(part.replicas)
@@ -160,11 +166,15 @@ def _generate(admin: AdminClient, args: argparse.Namespace) -> int:
     if args.broker_list is None:
         raise CliError("--broker-list is required with --generate")
     try:
-        brokers = sorted({int(b) for b in args.broker_list.split(",") if b.strip()})
+        listed = [int(b) for b in args.broker_list.split(",") if b.strip()]
     except ValueError:
         raise CliError(f"--broker-list: not a list of broker ids: {args.broker_list!r}") from None
+    twice = sorted({b for b in listed if listed.count(b) > 1})
+    if twice:
+        raise CliError(f"Broker list contains duplicate entries: {','.join(map(str, twice))}")
     current = _current(admin, topics)
     known = {b.node_id: b.rack for b in admin.describe_cluster().brokers}
+    brokers = sorted(b for b in listed if b in known)  # as Kafka: only the brokers that are alive
     racks = None if args.disable_rack_aware else {b: known.get(b) for b in brokers}
     proposed: dict[TopicPartition, list[int]] = {}
     for topic in sorted(topics):
@@ -190,58 +200,85 @@ THROTTLE_RATES = ("leader.replication.throttled.rate", "follower.replication.thr
 THROTTLED_REPLICAS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 
 
+def _moves(
+    admin: AdminClient, current: dict[TopicPartition, list[int]], plan: dict[TopicPartition, list[int]]
+) -> dict[TopicPartition, tuple[list[int], list[int]]]:
+    """{partition: (source replicas, target replicas)} of every move the throttles must cover: those
+    in progress (their original replicas are the sources) and those of ``plan`` (Kafka's
+    calculateProposedMoveMap)."""
+    ongoing = admin.list_partition_reassignments()
+    moves = {tp: ([r for r in o.replicas if r not in o.adding], list(o.target)) for tp, o in ongoing.items()}
+    for tp, target in plan.items():
+        sources = moves[tp][0] if tp in moves else current[tp]
+        if sources != target:
+            moves[tp] = (sources, target)
+    return moves
+
+
 def _set_throttles(
     admin: AdminClient,
     current: dict[TopicPartition, list[int]],
     plan: dict[TopicPartition, list[int]],
     rate: int,
 ) -> None:
-    moving = {tp: target for tp, target in plan.items() if current[tp] != target}
-    brokers = sorted({b for tp, target in moving.items() for b in (*current[tp], *target)})
+    """Kafka's throttle for a reassignment: the rate on every broker of the plan's moves, and per
+    topic moving, its sources leader-throttled and its added replicas follower-throttled."""
+    moves = _moves(admin, current, plan)
+    brokers = sorted({b for tp in plan for b in (*current[tp], *plan[tp])})
     for broker in brokers:
         admin.alter_configs((BROKER, str(broker)), {key: str(rate) for key in THROTTLE_RATES})
-    for topic in sorted({tp.topic for tp in moving}):
-        leaders = [f"{tp.partition}:{b}" for tp in sorted(moving) if tp.topic == topic for b in current[tp]]
-        followers = [
-            f"{tp.partition}:{b}"
-            for tp in sorted(moving)
-            if tp.topic == topic
-            for b in moving[tp]
-            if b not in current[tp]
-        ]
+    for topic in sorted({tp.topic for tp in plan if tp in moves}):
+        mine = sorted(tp for tp in moves if tp.topic == topic)
+        leaders = [f"{tp.partition}:{b}" for tp in mine for b in moves[tp][0]]
+        followers = [f"{tp.partition}:{b}" for tp in mine for b in moves[tp][1] if b not in moves[tp][0]]
         admin.alter_configs(
             (TOPIC, topic),
             {THROTTLED_REPLICAS[0]: ",".join(leaders), THROTTLED_REPLICAS[1]: ",".join(followers)},
         )
-    print(f"The inter-broker throttle limit was set to {rate} B/s")
-    print(
-        "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed."
+
+
+def _clear_throttles(admin: AdminClient, plan: dict[TopicPartition, list[int]], *, quiet: bool) -> None:
+    """Remove the rates from every live broker and every broker ``plan`` names, and the throttled
+    replicas lists from its topics (Kafka's clearAllThrottles)."""
+    brokers = sorted(
+        {b.node_id for b in admin.describe_cluster().brokers} | {b for r in plan.values() for b in r}
     )
-
-
-def _clear_throttles(admin: AdminClient, topics: set[str]) -> None:
-    brokers = [b.node_id for b in admin.describe_cluster().brokers]
     for broker in brokers:
-        admin.alter_configs((BROKER, str(broker)), delete_configs=THROTTLE_RATES)
-    print(f"Clearing broker-level throttles on brokers {','.join(map(str, brokers))}")
-    for topic in sorted(topics):
-        admin.alter_configs((TOPIC, topic), delete_configs=THROTTLED_REPLICAS)
-        print(f"Clearing topic-level throttles on topic {topic}")
+        with contextlib.suppress(KafkaError):  # a broker that is down: nothing to clear there now
+            admin.alter_configs((BROKER, str(broker)), delete_configs=THROTTLE_RATES)
+    if not quiet:
+        print(f"Clearing broker-level throttles on brokers {','.join(map(str, brokers))}")
+    for topic in sorted({tp.topic for tp in plan}):
+        with contextlib.suppress(KafkaError):  # a topic deleted meanwhile
+            admin.alter_configs((TOPIC, topic), delete_configs=THROTTLED_REPLICAS)
+        if not quiet:
+            print(f"Clearing topic-level throttles on topic {topic}")
 
 
 def _start(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicPartition, list[int]]) -> int:
+    """Kafka's executeAssignment: the rollback, the throttle, then the moves; exit 1 if any failed."""
     current = _current(admin, {tp.topic for tp in plan})
     missing = [tp for tp in plan if tp not in current]
     if missing:
         raise CliError(f"unknown partitions: {_names(missing)}")
+    rollback = {tp: current[tp] for tp in plan}
+    if not args.json:
+        print("Current partition replica assignment\n")
+        print(json.dumps(_plan_json(rollback)))
+        print("\nSave this to use as the --reassignment-json-file option during rollback")
     if args.throttle is not None:
-        if args.throttle <= 0:
-            raise CliError(f"--throttle must be a positive number of bytes per second, not {args.throttle}")
+        if args.throttle < 0:
+            raise CliError(f"--throttle must be a number of bytes per second, not {args.throttle}")
         _set_throttles(admin, current, plan, args.throttle)
+        if not args.json:
+            print(
+                "Warning: You must run --verify periodically, until the reassignment completes, "
+                "to ensure the throttle is removed."
+            )
+            print(f"The inter-broker throttle limit was set to {args.throttle} B/s")
     results = admin.alter_partition_reassignments(dict(plan))
     failed = {tp: e for tp, e in results.items() if e is not None}
     started = sorted(tp for tp in plan if tp not in failed)
-    rollback = {tp: current[tp] for tp in plan}
     if args.json:
         emit_json(
             {
@@ -253,14 +290,14 @@ def _start(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicPartiti
                 ],
             }
         )
-    else:
-        print("Current partition replica assignment\n")
-        print(json.dumps(_plan_json(rollback)))
-        print("\nSave this to use as the --reassignment-json-file option during rollback")
-        if started:
-            print(f"Successfully started partition reassignments for {_names(started)}")
+    elif failed:
+        print("Error reassigning partition(s):")
         for tp, error in sorted(failed.items()):
-            print(f"Error reassigning partition(s): {tp.topic}-{tp.partition}: {error}")
+            print(f"{tp.topic}-{tp.partition}: {error}")
+    else:
+        print(
+            f"Successfully started partition reassignment{'s' if len(started) != 1 else ''} for {_names(started)}"
+        )
     return 1 if failed else 0
 
 
@@ -276,7 +313,7 @@ def _execute(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicParti
 
 def _verify(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicPartition, list[int]]) -> int:
     ongoing = admin.list_partition_reassignments(list(plan))
-    current = _current(admin, {tp.topic for tp in plan})
+    current = _current(admin, {tp.topic for tp in plan}, missing_ok=True)
     states: dict[TopicPartition, str] = {}
     for tp, target in sorted(plan.items()):
         if tp in ongoing:
@@ -307,10 +344,10 @@ def _verify(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicPartit
                     f"There is no active reassignment of partition {name}, "
                     f"but replica set is {have} rather than {want}."
                 )
-    done = all(s == "completed" for s in states.values())
-    if done and not args.preserve_throttles and not args.json:
-        _clear_throttles(admin, {tp.topic for tp in plan})
-    return 0 if done else 1
+    # as Kafka: the throttles go once no reassignment is left anywhere, not only this file's
+    if not args.preserve_throttles and not admin.list_partition_reassignments():
+        _clear_throttles(admin, plan, quiet=args.json)
+    return 0
 
 
 def _cancel(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicPartition, list[int]]) -> int:
@@ -335,8 +372,8 @@ def _cancel(admin: AdminClient, args: argparse.Namespace, plan: dict[TopicPartit
             print("None of the specified partition reassignments are active.")
         for tp, error in sorted(failed.items()):
             print(f"Error cancelling the reassignment of {tp.topic}-{tp.partition}: {error}")
-        if not args.preserve_throttles:
-            _clear_throttles(admin, {tp.topic for tp in plan})
+    if not args.preserve_throttles:
+        _clear_throttles(admin, plan, quiet=args.json)
     return 1 if failed else 0
 
 
@@ -360,10 +397,10 @@ def _list(admin: AdminClient, args: argparse.Namespace) -> int:
     else:
         print("Current partition reassignments:")
         for tp, r in sorted(ongoing.items()):
-            print(
-                f"{tp.topic}-{tp.partition}: replicas: {_ids(r.replicas)}. adding: {_ids(r.adding)}. "
-                f"removing: {_ids(r.removing)}."
-            )
+            parts = [f"replicas: {_ids(r.replicas)}."]
+            parts += [f"adding: {_ids(r.adding)}."] if r.adding else []
+            parts += [f"removing: {_ids(r.removing)}."] if r.removing else []
+            print(f"{tp.topic}-{tp.partition}: {' '.join(parts)}")
     return 0
 
 
@@ -409,9 +446,9 @@ def _decommission(admin: AdminClient, args: argparse.Namespace) -> int:
         if not ongoing:
             break
         time.sleep(1.0)
+    if args.throttle is not None:
+        _clear_throttles(admin, plan, quiet=args.json)
     if not args.json:
-        if args.throttle is not None:
-            _clear_throttles(admin, {tp.topic for tp in plan})
         print(f"Broker {args.decommission} holds no replica any more.")
     return 0
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -166,6 +167,19 @@ def _any_string(key: str, value: str) -> str:
     return value
 
 
+_THROTTLED_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def _throttled_replicas(key: str, value: str) -> str:
+    """Kafka's ThrottledReplicaListValidator: ``*``, or ``partition:broker`` entries, comma-separated."""
+    if value.strip() != "*" and not all(_THROTTLED_REPLICA.fullmatch(e.strip()) for e in value.split(",")):
+        raise ValueError(
+            f"Invalid value {value} for configuration {key}: {key} must be the literal '*' or a list of "
+            "replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+        )
+    return value
+
+
 TOPIC_CONFIGS: dict[str, _Spec] = {
     "segment.bytes": _Spec("segment_bytes", _int_at_least(14, INT32_MAX)),
     "segment.ms": _Spec("segment_ms", _int_at_least(1)),
@@ -190,8 +204,8 @@ TOPIC_CONFIGS: dict[str, _Spec] = {
     "compression.zstd.level": _Spec(None, _int_at_least(-131072, 22)),
     "remote.log.copy.disable": _Spec(None, _boolean),
     "remote.log.delete.on.disable": _Spec(None, _boolean),
-    "follower.replication.throttled.replicas": _Spec(None, _any_string),
-    "leader.replication.throttled.replicas": _Spec(None, _any_string),
+    "follower.replication.throttled.replicas": _Spec(None, _throttled_replicas),
+    "leader.replication.throttled.replicas": _Spec(None, _throttled_replicas),
     "local.retention.bytes": _Spec(None, _int_at_least(-2)),
     "local.retention.ms": _Spec(None, _int_at_least(-2)),
     "max.compaction.lag.ms": _Spec(None, _int_at_least(1)),

@@ -99,9 +99,10 @@ class ClusterView(Protocol):
 
     async def alter_partition_reassignments(
         self, targets: dict[tuple[str, int], list[int] | None], allow_rf_change: bool, timeout_s: float
-    ) -> dict[tuple[str, int], tuple[int, str | None]]:
+    ) -> dict[tuple[str, int], tuple[int, str | None]] | None:
         """AlterPartitionReassignments: {(topic, partition): (error code, message)}; a target of None
-        cancels (broker/cluster/zk/reassignment.py has the rules)."""
+        cancels (broker/cluster/zk/reassignment.py has the rules); None if this broker is not the
+        controller."""
         ...
 
     def list_partition_reassignments(

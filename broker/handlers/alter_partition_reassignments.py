@@ -5,10 +5,11 @@ Behavior, as Kafka's ZK-mode controller (broker/cluster/zk/reassignment.py has t
   in progress); null cancels the one in progress. The answer comes once the
   reassignment is written to ZooKeeper, not when it completes:
   ListPartitionReassignments shows it until then.
-- Per partition: NONE, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REPLICA_ASSIGNMENT,
-  NO_REASSIGNMENT_IN_PROGRESS, INVALID_REPLICATION_FACTOR (v1's
-  ``allow_replication_factor_change`` false and a target of another size),
-  REQUEST_TIMED_OUT (not written within ``timeout_ms``).
+- Per partition: NONE, INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS,
+  UNKNOWN_TOPIC_OR_PARTITION (checked in Kafka's order), INVALID_REPLICATION_FACTOR
+  (v1's ``allow_replication_factor_change`` false and a target of another
+  size), REQUEST_TIMED_OUT (not known to be written within ``timeout_ms``:
+  it may still start).
 - Top level, with no partitions listed: NOT_CONTROLLER (clients send it to
   the controller). A request named twice for one partition: the last wins.
 - Authorization (with an authorizer configured): ALTER on the CLUSTER, else
@@ -30,7 +31,7 @@ API_KEY = 45
 
 
 def _response(
-    answers: dict[tuple[str, int], tuple[int, str | None]], code: int, message: str | None
+    answers: dict[tuple[str, int], tuple[int, str | None]], code: int, message: str | None, allow: bool = True
 ) -> dict[str, Any]:
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, index), (error, text) in answers.items():
@@ -39,7 +40,7 @@ def _response(
         )
     return {
         "throttle_time_ms": 0,
-        "allow_replication_factor_change": True,
+        "allow_replication_factor_change": allow,  # v1: the request's, echoed
         "error_code": code,
         "error_message": message,
         "responses": [{"name": t, "partitions": parts} for t, parts in by_topic.items()],
@@ -58,9 +59,11 @@ async def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
     answers = await ctx.broker.cluster.alter_partition_reassignments(
         targets, allow, max(req.timeout_ms, 0) / 1000
     )
-    if targets and all(code == ErrorCode.NOT_CONTROLLER for code, _ in answers.values()):
-        return _response({}, ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this cluster.")
-    return _response(answers, ErrorCode.NONE, None)
+    if answers is None:
+        return _response(
+            {}, ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this cluster.", allow
+        )
+    return _response(answers, ErrorCode.NONE, None, allow)
 
 
 registry.register(API_KEY, 0, 1, handle)

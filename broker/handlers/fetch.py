@@ -268,10 +268,15 @@ def _read(
                     if committed and lso < hw:
                         records = records[: bytes_below(records, lso)]
                     total += len(records)
-                    if catching_up and broker.replicas.throttles.leader_counts(
-                        _configs(broker, name), p.partition
+                    throttles = broker.replicas.throttles
+                    # Kafka counts every throttled partition's bytes, in-sync followers' too
+                    if (
+                        follower
+                        and throttles.leader.rate is not None
+                        and records
+                        and throttles.leader_counts(_configs(broker, name), p.partition)
                     ):
-                        broker.replicas.throttles.leader.record(len(records))
+                        throttles.leader.record(len(records))
                     if broker.metrics is not None and records:
                         count = sum(h.record_count for h in validate_batches(records, check_crc=False))
                         served = None if follower else ("leader" if part.is_leader else "follower")

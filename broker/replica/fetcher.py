@@ -263,9 +263,9 @@ class ReplicaFetcher:
                     continue
                 records = r.records  # a writable view into the response frame: appended without a copy
                 throttles = self.replicas.throttles
-                if (
+                if (  # Kafka counts every throttled partition's bytes, in sync or not
                     records
-                    and self.replicas.node_id not in part.isr
+                    and throttles.follower.rate is not None
                     and throttles.follower_counts(self._configs(part), part.index)
                 ):
                     throttles.follower.record(len(records))

@@ -3,7 +3,7 @@
 Contracts:
 
 - `partition` answers UNKNOWN_TOPIC_OR_PARTITION for a partition not hosted
-  here; `leader` also answers NOT_LEADER_OR_FOLLOWER when this broker hosts it
+  here, NOT_LEADER_OR_FOLLOWER if the cluster has it elsewhere; `leader` also answers NOT_LEADER_OR_FOLLOWER when this broker hosts it
   but does not lead it. Produce, follower Fetch, consumer Fetch before v11,
   ListOffsets and DeleteRecords go through `leader`; a consumer Fetch v11+
   (it carries client metadata) through `partition`: any local replica
@@ -72,6 +72,8 @@ class ReplicaManager:
         self.isr_requests: Callable[[Partition, list[int]], None] | None = None
         # set by the cluster side: whether a broker is alive, so that its follower may join an ISR
         self.isr_eligible: Callable[[int], bool] | None = None
+        # set by the cluster side: whether the cluster has this partition (hosted here or not)
+        self.in_cluster: Callable[[str, int], bool] | None = None
         self._partitions: dict[TopicPartition, Partition] = {}
         self.throttles = ReplicationThrottles(node_id)  # a reassignment's copying, leader and follower side
         started = time.monotonic()
@@ -94,6 +96,13 @@ class ReplicaManager:
     def partition(self, topic: str, index: int) -> Partition:
         part = self._partitions.get((topic, index))
         if part is None:
+            if self.in_cluster is not None and self.in_cluster(topic, index):
+                # Kafka's getPartitionOrError: the partition exists, elsewhere (a reassignment moved it
+                # away, or this replica is not created yet): the client should look for its leader
+                raise KafkaError(
+                    f"broker {self.node_id} holds no replica of {topic}-{index}",
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                )
             raise KafkaError(f"unknown topic-partition {topic}-{index}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return part
 
@@ -257,7 +266,8 @@ class ReplicaManager:
             and fetch_offset >= part.epoch_start
             and (self.isr_eligible is None or self.isr_eligible(replica_id))
         ):
-            self.request_isr(part, sorted({*part.isr, replica_id}, key=part.replicas.index))
+            order = {r: i for i, r in enumerate(part.replicas)}
+            self.request_isr(part, sorted({*part.isr, replica_id}, key=lambda r: order.get(r, len(order))))
 
     def lagging_followers(self, part: Partition, now_ms: int, lag_ms: int) -> list[int]:
         """ISR followers that have not caught up to the leader's LEO for ``lag_ms``."""

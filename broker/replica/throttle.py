@@ -15,11 +15,12 @@ Kafka's keys and rules:
   (``0:101,1:102``) or ``*`` (every replica); a broker throttles the
   partitions listed with its own id.
 - Leader side: a follower fetch for a throttled partition from a replica
-  that is not in the ISR gets no records while the leader quota is exceeded;
-  the bytes sent for such partitions count against it. Follower side: a
-  partition this broker follows without being in the ISR, throttled here,
-  is left out of its fetches while the follower quota is exceeded; the bytes
-  it receives count. In-sync replicas are never throttled, so producers'
+  that is not in the ISR gets no records while the leader quota is exceeded.
+  Follower side: a partition this broker follows without being in the ISR,
+  throttled here, is left out of its fetches while the follower quota is
+  exceeded. Both count the bytes of every throttled partition, in-sync
+  replicas' too (Kafka's sizeOfThrottledPartitions and the follower's
+  accounting), but in-sync replicas are never held back, so producers'
   acks=all never wait on a throttle.
 """
 

@@ -61,9 +61,13 @@ def _topic_id(cluster: Cluster, topic: str) -> uuid.UUID:
 
 
 def test_a_follower_points_producers_and_consumers_at_the_leader(cluster: Cluster) -> None:
-    create_topic(cluster.bootstrap, "hinted", 1, 3)
-    leader = partition_metadata(cluster.bootstrap, "hinted")[0][0]
-    follower = next(n for n in cluster.brokers if n != leader)
+    """A follower refuses a produce with the leader's address; a fetch goes to the leader from a broker
+    holding no replica (a follower serves consumers' Fetch v11+ itself, as Kafka's KIP-392 followers
+    do)."""
+    create_topic(cluster.bootstrap, "hinted", 1, 2)
+    leader, replicas, _ = partition_metadata(cluster.bootstrap, "hinted")[0]
+    follower = next(n for n in replicas if n != leader)
+    outsider = next(n for n in cluster.brokers if n not in replicas)
     topic_id = _topic_id(cluster, "hinted")
 
     answer = _produce(cluster.brokers[follower].port, "hinted", 3)
@@ -72,7 +76,9 @@ def test_a_follower_points_producers_and_consumers_at_the_leader(cluster: Cluste
     assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (leader, 0)
     assert [(e.node_id, e.port) for e in answer.node_endpoints] == [(leader, cluster.brokers[leader].port)]
 
-    fetched = _fetch(cluster.brokers[follower].port, topic_id, 0)
+    served = _fetch(cluster.brokers[follower].port, topic_id, 0)
+    assert served.responses[0].partitions[0].error_code == 0
+    fetched = _fetch(cluster.brokers[outsider].port, topic_id, 0)
     p = fetched.responses[0].partitions[0]
     assert p.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert (p.current_leader.leader_id, p.current_leader.leader_epoch) == (leader, 0)

@@ -147,7 +147,7 @@ def test_errors_cancel_and_the_zookeeper_znode(tmp_path: Path, zookeeper: ZooKee
                 TopicPartition(TOPIC, 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 TopicPartition(TOPIC, 0): ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                 TopicPartition(TOPIC, 1): ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                TopicPartition("no-such-topic", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                TopicPartition("no-such-topic", 0): ErrorCode.NO_REASSIGNMENT_IN_PROGRESS,
             }
             nothing = admin.alter_partition_reassignments({TopicPartition(TOPIC, 0): None})
             assert nothing[TopicPartition(TOPIC, 0)].code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
@@ -200,6 +200,16 @@ def test_errors_cancel_and_the_zookeeper_znode(tmp_path: Path, zookeeper: ZooKee
                 )
                 wait_for(lambda: _settled(cluster, TOPIC, 1, target), 60, "the znode's move")
                 wait_for(lambda: zk.exists("/admin/reassign_partitions") is None, 20, "the znode removed")
+                # a tool's malformed write to the topic znode deletes nothing (it used to delete every replica)
+                good, _ = zk.get(f"/brokers/topics/{TOPIC}")
+                bad = json.loads(good)
+                bad["adding_replicas"] = {"0": None}
+                holders = _replica_dirs(cluster, TOPIC, 0) | _replica_dirs(cluster, TOPIC, 1)
+                zk.set(f"/brokers/topics/{TOPIC}", json.dumps(bad).encode())
+                time.sleep(5)  # past a watch and a periodic refresh on every broker
+                assert _replica_dirs(cluster, TOPIC, 0) | _replica_dirs(cluster, TOPIC, 1) == holders
+                assert "adding_replicas of 0: expected a list of broker ids" in cluster.log(1)
+                zk.set(f"/brokers/topics/{TOPIC}", good)
             finally:
                 zk.stop()
                 zk.close()

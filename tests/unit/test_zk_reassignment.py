@@ -142,3 +142,28 @@ def test_the_controller_drops_unassigned_replicas_from_the_isr_and_leadership() 
     led = _snap([1, 2, 3], [2, 3], LeaderAndIsr(1, 6, (1, 2, 3), 1))
     [write] = plan_state_writes(led, 7)
     assert write.state == LeaderAndIsr(2, 7, (2, 3), 7)
+
+
+def test_kafkas_order_of_refusals() -> None:
+    snap = _snap([1, 2, 3], [1, 2], LeaderAndIsr(1, 5, (1, 2), 1))
+    # the replicas are checked before the partition's existence; cancelling an unknown one is "none"
+    assert start(snap, ("t", 9), [1, 9], 7)[0] == ErrorCode.INVALID_REPLICA_ASSIGNMENT  # type: ignore[index]
+    assert start(snap, ("t", 9), None, 7)[0] == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS  # type: ignore[index]
+    assert start(snap, ("t", 9), [1, 2], 7)[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION  # type: ignore[index]
+
+
+def test_an_unreadable_topic_znode_keeps_what_the_last_snapshot_knew() -> None:
+    from broker.cluster.zk.snapshot import carry_over
+
+    old = _snap([1, 2, 3], [3, 2, 1], LeaderAndIsr(1, 5, (1, 2, 3), 1), adding=[3], removing=[1])
+    old.configs["t"] = {"cleanup.policy": "compact"}
+    new = Snapshot()
+    new.unreadable = {"t", "gone"}
+    carry_over(old, new)
+    assert new.assignments == old.assignments and new.adding == old.adding and new.removing == old.removing
+    assert new.states == old.states and new.configs["t"] == {"cleanup.policy": "compact"}
+    unreadable_configs = _snap([1], [1], LeaderAndIsr(1, 5, (1,), 1))
+    unreadable_configs.configs["t"] = {}
+    unreadable_configs.unreadable_configs = {"t"}
+    carry_over(old, unreadable_configs)
+    assert unreadable_configs.configs["t"] == {"cleanup.policy": "compact"}

@@ -57,7 +57,7 @@ from broker.cluster.zk.election_queue import Answer, ElectionQueue
 from broker.cluster.zk.elections import FIRST_CHECK_S, PREFERRED, LeaderBalance, elect, imbalanced_partitions
 from broker.cluster.zk.reassigner import Reassigner, topic_znode
 from broker.cluster.zk.session import ZkSession
-from broker.cluster.zk.snapshot import Snapshot, TopicPartition, read_snapshot
+from broker.cluster.zk.snapshot import Snapshot, TopicPartition, carry_over, read_snapshot
 from broker.replica import Partition, ReplicaManager
 from broker.replica.fetcher import FetcherManager
 from protocol.errors import ErrorCode, KafkaError
@@ -114,6 +114,7 @@ class ZkCluster:
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = False
         self._registered_session = -1
+        self._synced_session = -1
         self._controller_epoch = -1
         self._controller_epoch_version = -1
         self.admin = ZkAdmin(
@@ -128,6 +129,7 @@ class ZkCluster:
         self.reassigner = Reassigner(session, self._fenced_transaction, self._commit)
         replicas.isr_requests = self._request_isr
         replicas.isr_eligible = self._registered
+        replicas.in_cluster = self._in_cluster
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -259,6 +261,11 @@ class ZkCluster:
     async def _refresh_once(self) -> None:
         if self._registered_session not in (self.session.session_id, -2) and self.session.connected:
             await self._register()
+        if self._synced_session != self.session.session_id:
+            # a new session may be served by an ensemble member behind the others: catch it up before
+            # reading, so no decision (deleting a replica a reassignment removed) rests on old data
+            await self.session.run(self.session.client.sync, "/")
+            self._synced_session = self.session.session_id
         self._reads_started += 1
         started = self._reads_started
         snap = await self.session.run(read_snapshot, self.session.client, self.session.watch)
@@ -266,6 +273,7 @@ class ZkCluster:
         self._read_done.set()
         for problem in snap.problems:
             log.warning("ZooKeeper metadata: %s", problem)
+        carry_over(self._snap, snap)
         self._snap = snap
         self._view = self._names = None
         if (
@@ -348,7 +356,8 @@ class ZkCluster:
                     followed.append(part)
         self.fetchers.follow(followed)
         for topic in [t for t in self.logs.topics() if t not in snap.assignments or t in snap.deleting]:
-            self._delete_local(topic)
+            if topic not in snap.unreadable:  # a malformed znode is not a deletion
+                self._delete_local(topic)
 
     def _drop_stale(self, snap: Snapshot) -> None:
         """Delete local replicas whose topic ID is not ZooKeeper's for that name: they belong to a
@@ -417,6 +426,10 @@ class ZkCluster:
     def _leadership(self, topic: str, index: int, leads: bool) -> None:
         for callback in self.leadership_changed:
             callback(topic, index, leads)
+
+    def _in_cluster(self, topic: str, index: int) -> bool:
+        assignment = self._snap.assignments.get(topic)
+        return assignment is not None and index in assignment and topic not in self._snap.deleting
 
     def _registered(self, node_id: int) -> bool:
         """Whether ``node_id`` is registered (alive): only such a follower may join an ISR."""
@@ -555,11 +568,11 @@ class ZkCluster:
 
     async def alter_partition_reassignments(
         self, targets: dict[TopicPartition, list[int] | None], allow_rf_change: bool, timeout_s: float
-    ) -> dict[TopicPartition, Answer]:
+    ) -> dict[TopicPartition, Answer] | None:
         """Start (a list of replicas) or cancel (None) reassignments; only the controller does
-        (`reassignment.py` has the rules), NOT_CONTROLLER for every partition elsewhere."""
+        (`reassignment.py` has the rules); None on another broker (NOT_CONTROLLER)."""
         if not self.is_controller:
-            return {tp: (ErrorCode.NOT_CONTROLLER, "this broker is not the controller") for tp in targets}
+            return None
         request = self.reassigner.queue.add(targets, allow_rf_change)
         self._dirty.set()
         answers = await self.reassigner.queue.wait(request, timeout_s)

@@ -11,7 +11,10 @@ On every snapshot the controller acts on (`act`), in this order:
 The changes of one topic go in one ZooKeeper transaction, fenced by the
 controller epoch: the topic znode (conditional on its version: a topic
 changed meanwhile is planned again from the next snapshot) and the partition
-states that go with them (conditional on their versions). Entries of
+states that go with them, written or only checked, conditional on the
+versions the decision was made on (Kafka serialises a leader's ISR changes
+with the controller's on its event thread; here a state changed meanwhile
+fails the transaction). Entries of
 ``/admin/reassign_partitions`` that are done, refused or superseded are then
 removed, and the znode deleted once empty, as Kafka's controller does.
 """
@@ -120,6 +123,10 @@ class Reassigner:
                     znodes.encode_state(change.state.state),
                     change.state.expected_version,
                 )
+            elif change.tp in snap.states:
+                # decided on this state: a leader's ISR change since (adding a replica this change
+                # removes) must make the write fail, to be planned again from the new state
+                txn.check(znodes.state_path(*change.tp), snap.states[change.tp].version)
         if not await self._commit(txn):
             log.debug("controller: reassignment write for %s lost a race", topic)
             return False

@@ -19,10 +19,12 @@ replicas are RS - AR and the target ones RS - RR.
   target replica that is alive and in the ISR leads (none: the reassignment
   waits); the ISR keeps only target replicas; leader epoch + 1. Brokers no
   longer assigned the partition stop serving it and delete their replica.
-- Answers as Kafka's controller gives them: UNKNOWN_TOPIC_OR_PARTITION (no
-  such partition, or its topic is being deleted), INVALID_REPLICA_ASSIGNMENT
-  (empty, duplicate or negative ids; added replicas on brokers that are not
-  alive), NO_REASSIGNMENT_IN_PROGRESS (cancelling none), and, as Kafka 4's
+- Answers as Kafka's controller gives them, in its order:
+  INVALID_REPLICA_ASSIGNMENT (empty, duplicate or negative ids; added
+  replicas on brokers that are not alive), NO_REASSIGNMENT_IN_PROGRESS
+  (cancelling none, of a partition that may not exist),
+  UNKNOWN_TOPIC_OR_PARTITION (no such partition, or its topic is being
+  deleted), and, as Kafka 4's
   ``allowReplicationFactorChange`` = false asks, INVALID_REPLICATION_FACTOR
   for a target of another size than the original replicas.
 """
@@ -77,24 +79,27 @@ def start(
 ) -> Change | Answer:
     """The change that starts (or, ``target`` None, cancels) the reassignment of ``tp``, or the error
     answer that refuses it."""
+    # Kafka's order (processApiPartitionReassignment): the replicas are checked first, against the
+    # partition's assignment (none for an unknown one); then cancelling needs a reassignment under
+    # way; then the partition must exist outside a deletion
     assignment = current(snap, tp)
-    if assignment is None or tp[0] in snap.deleting:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
     if target is None:
-        if not assignment.reassigning:
+        if assignment is None or not assignment.reassigning:
             return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."
         wanted = assignment.origin
     else:
-        refused = _invalid(assignment, target, set(snap.brokers))
+        refused = _invalid(assignment or FullAssignment(()), target, set(snap.brokers))
         if refused is not None:
             return refused
         wanted = tuple(target)
-        if not allow_rf_change and len(wanted) != len(assignment.origin):
-            return (
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"The replication factor is changed from {len(assignment.origin)} to {len(wanted)} "
-                "but allowReplicationFactorChange is false",
-            )
+    if assignment is None or tp[0] in snap.deleting:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
+    if not allow_rf_change and len(wanted) != len(assignment.origin):
+        return (
+            ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"The replication factor is changed from {len(assignment.origin)} to {len(wanted)} "
+            "but allowReplicationFactorChange is false",
+        )
     new = assignment.reassign_to(wanted)
     if not new.reassigning:  # cancelled, or the target is what the partition has: done now
         new = FullAssignment(new.replicas)

@@ -56,6 +56,10 @@ class Snapshot:
     reassign_requests: dict[TopicPartition, list[int]] = field(default_factory=dict)
     reassign_version: int = -1
     problems: list[str] = field(default_factory=list)  # malformed znodes, skipped
+    # topics whose /brokers/topics znode, or /config/topics znode, did not decode: never a reason to
+    # delete or reconfigure anything (`carry_over` keeps what an earlier snapshot had)
+    unreadable: set[str] = field(default_factory=set)
+    unreadable_configs: set[str] = field(default_factory=set)
 
 
 def _get(client: KazooClient, path: str, watch: Callable[[Any], None]) -> tuple[bytes, Any] | None:
@@ -88,6 +92,29 @@ def _get_all(
         except NoNodeError:
             out.append(_get(client, path, watch))
     return out
+
+
+def carry_over(old: Snapshot, new: Snapshot) -> None:
+    """Give ``new``'s unreadable topics what ``old`` knew of them (their assignment, ID, configs,
+    partition states), and its unreadable topic configs ``old``'s, so a malformed znode (a tool's
+    bad write) neither deletes the topic's replicas nor resets its configs; as in Kafka, brokers
+    act on what they last understood until the znode is fixed."""
+    for topic in new.unreadable:
+        if topic not in old.assignments:
+            continue
+        new.assignments[topic] = old.assignments[topic]
+        if topic in old.topic_ids:
+            new.topic_ids[topic] = old.topic_ids[topic]
+        new.topic_versions[topic] = old.topic_versions.get(topic, -1)
+        new.configs.setdefault(topic, old.configs.get(topic, {}))
+        for tp in [tp for tp in (*old.adding, *old.removing, *old.states) if tp[0] == topic]:
+            for name in ("adding", "removing", "states"):
+                value = getattr(old, name).get(tp)
+                if value is not None:
+                    getattr(new, name)[tp] = value
+    for topic in new.unreadable_configs:
+        if topic in old.configs:
+            new.configs[topic] = old.configs[topic]
 
 
 def read_snapshot(client: KazooClient, watch: Callable[[Any], None]) -> Snapshot:
@@ -151,6 +178,7 @@ def read_snapshot(client: KazooClient, watch: Callable[[Any], None]) -> Snapshot
             decoded = znodes.decode_assignment(topic, assigned[0])
         except ValueError as exc:
             snap.problems.append(str(exc))
+            snap.unreadable.add(topic)
             continue
         snap.assignments[topic] = decoded.replicas
         for index, replicas in decoded.adding.items():
@@ -164,6 +192,7 @@ def read_snapshot(client: KazooClient, watch: Callable[[Any], None]) -> Snapshot
             snap.configs[topic] = znodes.decode_topic_config(topic, config[0]) if config else {}
         except ValueError as exc:
             snap.problems.append(str(exc))
+            snap.unreadable_configs.add(topic)
             snap.configs[topic] = {}
 
     partitions = [(t, p) for t, assignment in snap.assignments.items() for p in assignment]
