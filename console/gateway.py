@@ -3,8 +3,13 @@
 Pages never talk to the client directly; they ask the `Gateway`, which keeps one
 `AIOAdminClient` and a `ClusterSnapshot` refreshed at most every ``max_age`` seconds (so a
 topics page with 2,000 partitions costs a handful of requests, whoever asks, however often).
-A snapshot costs: Metadata (every topic), ListOffsets earliest and latest for every partition
-(one request per leader each), DescribeLogDirs (one per broker) and DescribeCluster.
+A snapshot costs: DescribeCluster, Metadata (every topic), ListOffsets earliest and latest for
+every partition (one request per leader each) and DescribeLogDirs (one per live broker, each
+given `LOG_DIRS_TIMEOUT_S` to answer: a hung broker leaves its sizes unknown instead of holding
+every page for the client's request timeout). The snapshot keeps each broker's own DescribeLogDirs
+answer (`ClusterSnapshot.log_dirs`), from which a partition's size is its leader's copy.
+
+Also cached for ``max_age``: the group list (ListGroups).
 
 Errors from the client propagate as `client.errors.KafkaError`; the web layer turns them into
 a banner (cluster unreachable) or a readable message (bad input).
@@ -13,7 +18,6 @@ a banner (cluster unreachable) or a readable message (bad input).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Mapping
@@ -21,10 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from client.admin import AIOAdminClient
-from client.errors import KafkaError
+from client.errors import KafkaError, KafkaTimeoutError
 from client.types import OffsetAndTimestamp, TopicPartition
 
 log = logging.getLogger(__name__)
+
+LOG_DIRS_TIMEOUT_S = 5.0
+
+LogDirs = dict[TopicPartition, int] | KafkaError  # one broker's DescribeLogDirs answer, or its error
 
 
 @dataclass(frozen=True)
@@ -92,11 +100,15 @@ class BrokerRow:
 
 @dataclass(frozen=True)
 class ClusterSnapshot:
+    """The cluster at ``taken_ms``: ``brokers`` are the live ones (DescribeCluster), ``log_dirs``
+    each live broker's DescribeLogDirs answer ({partition: bytes of its replica there}) or error."""
+
     taken_ms: int
     cluster_id: str | None
     controller_id: int
     brokers: tuple[BrokerRow, ...]
     topics: dict[str, TopicRow] = field(default_factory=dict)
+    log_dirs: dict[int, LogDirs] = field(default_factory=dict)
 
     @property
     def partition_count(self) -> int:
@@ -113,6 +125,23 @@ class ClusterSnapshot:
 
 def _offset(value: object) -> int | None:
     return value.offset if isinstance(value, OffsetAndTimestamp) else None
+
+
+def partition_sizes(
+    log_dirs: Mapping[int, LogDirs], leaders: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, int]:
+    """Bytes of each partition: its leader's replica, else the largest replica that was reported
+    (as `AIOAdminClient.describe_log_dirs` computes it)."""
+    reported: dict[TopicPartition, dict[int, int]] = {}
+    for node, sizes in log_dirs.items():
+        if isinstance(sizes, KafkaError):
+            continue
+        for tp, size in sizes.items():
+            reported.setdefault(tp, {})[node] = size
+    return {
+        tp: by_node[leaders[tp]] if leaders.get(tp) in by_node else max(by_node.values())
+        for tp, by_node in reported.items()
+    }
 
 
 class Gateway:
@@ -169,14 +198,19 @@ class Gateway:
         tps = [TopicPartition(t.name, p) for t in topics.values() for p in sorted(t.partitions)]
         earliest: dict[TopicPartition, Any] = {}
         latest: dict[TopicPartition, Any] = {}
-        sizes: dict[TopicPartition, int] = {}
+        log_dirs_of = self._log_dirs([b.node_id for b in described.brokers])
         if tps:
-            earliest, latest = await asyncio.gather(
+            earliest, latest, log_dirs = await asyncio.gather(
                 admin.list_offsets(dict.fromkeys(tps, "earliest")),
                 admin.list_offsets(dict.fromkeys(tps, "latest")),
+                log_dirs_of,
             )
-            with contextlib.suppress(KafkaError):  # an older cluster, or no permission: sizes unknown
-                sizes = await admin.describe_log_dirs()
+        else:
+            log_dirs = await log_dirs_of
+        leaders = {
+            TopicPartition(t.name, p): pi.leader for t in topics.values() for p, pi in t.partitions.items()
+        }
+        sizes = partition_sizes(log_dirs, leaders)
         rows: dict[str, TopicRow] = {}
         for name in sorted(topics):
             info = topics[name]
@@ -199,5 +233,21 @@ class Gateway:
             for b in sorted(described.brokers, key=lambda b: b.node_id)
         )
         return ClusterSnapshot(
-            int(time.time() * 1000), described.cluster_id, described.controller_id, brokers, rows
+            int(time.time() * 1000), described.cluster_id, described.controller_id, brokers, rows, log_dirs
         )
+
+    async def _log_dirs(self, nodes: list[int]) -> dict[int, LogDirs]:
+        """Each broker's DescribeLogDirs answer (or error: an older broker, no permission, no answer
+        within `LOG_DIRS_TIMEOUT_S`), the brokers asked concurrently, one request each."""
+
+        async def one(node: int) -> LogDirs:
+            try:
+                async with asyncio.timeout(LOG_DIRS_TIMEOUT_S):
+                    return (await self.admin.describe_log_dirs_by_broker([node]))[node]
+            except TimeoutError:
+                return KafkaTimeoutError(
+                    f"broker {node} did not answer DescribeLogDirs within {LOG_DIRS_TIMEOUT_S:g} s"
+                )
+
+        answers = await asyncio.gather(*(one(n) for n in sorted(set(nodes))))
+        return dict(zip(sorted(set(nodes)), answers, strict=True))
