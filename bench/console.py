@@ -5,8 +5,8 @@ One broker, 100 topics x 20 partitions (2,000) with ``RECORDS`` records each, an
 that only commit offsets (no members): ``bench-wide`` on 200 partitions (10 topics), the others
 on 3 each. The console runs as a subprocess (``python -m console``, ``--sample-interval 10``).
 
-1. Server time of /topics (first page, by name), /topics?sort=size&dir=desc, /groups and
-   /groups/bench-wide: time to the full body of a GET over a keep-alive connection. The console
+1. Server time of /topics (first page, by name), /topics?sort=size&dir=desc, /brokers, /groups
+   and /groups/bench-wide: time to the full body of a GET over a keep-alive connection. The console
    keeps its cluster snapshot (what /topics shows) and the group list for 3 s
    (``Gateway.max_age``); the group pages fetch their offsets on every request. So each of
    ``ROUNDS`` rounds pauses ``CACHE_S`` + 0.2 s, then makes one *cold* GET, then *cached* GETs
@@ -14,7 +14,9 @@ on 3 each. The console runs as a subprocess (``python -m console``, ``--sample-i
    same data fetched by the bundled client's `AIOAdminClient` in this process, once per round
    right beside the cold GET (which goes first alternates) and once after each cached GET --
    /topics: what the snapshot reads (DescribeCluster, Metadata, ListOffsets earliest and latest
-   of 2,000 partitions, DescribeLogDirs) plus DescribeConfigs of the 50 topics shown; /groups:
+   of 2,000 partitions, DescribeLogDirs) plus DescribeConfigs of the 50 topics shown; /brokers:
+   the same snapshot plus ListPartitionReassignments (the controller's configs it also shows are
+   kept for a minute, so not fetched here); /groups:
    ListGroups, then describe_groups, committed and end offsets of the 50 groups shown; a group:
    describe_groups + consumer_group_lag. The console's own sampler runs every 10 s meanwhile
    (it shows in the p95s).
@@ -184,6 +186,20 @@ async def _topics_data(admin: AIOAdminClient) -> None:
     await admin.describe_configs([(TOPIC, n) for n in shown], ("retention.ms", "cleanup.policy"))
 
 
+async def _brokers_data(admin: AIOAdminClient) -> None:
+    """What /brokers needs fetched: the console's snapshot (one DescribeLogDirs per broker) and
+    the reassignments in progress."""
+    await admin.describe_cluster()
+    topics = await admin.list_topics(internal=True)
+    tps = [TopicPartition(t.name, p) for t in topics.values() for p in sorted(t.partitions)]
+    await asyncio.gather(
+        admin.list_offsets(dict.fromkeys(tps, "earliest")),
+        admin.list_offsets(dict.fromkeys(tps, "latest")),
+        admin.describe_log_dirs_by_broker(),
+        admin.list_partition_reassignments(),
+    )
+
+
 async def _groups_data(admin: AIOAdminClient) -> None:
     """What /groups needs: the group list, and for the groups shown their state, offsets and ends."""
     names = sorted(await admin.list_groups())[:SHOWN]
@@ -206,6 +222,7 @@ async def _group_data(admin: AIOAdminClient) -> None:
 PAGES: list[tuple[str, Callable[[AIOAdminClient], Awaitable[None]]]] = [
     ("/topics", _topics_data),
     ("/topics?sort=size&dir=desc", _topics_data),
+    ("/brokers", _brokers_data),
     ("/groups", _groups_data),
     (f"/groups/{WIDE}", _group_data),
 ]

@@ -133,7 +133,7 @@ STATIC = Path(__file__).parent / "static"
 
 
 def make_app(settings: ConsoleSettings, *, sample: bool = True) -> web.Application:
-    from console.pages import groups, messages, overview, topics, vendor
+    from console.pages import brokers, groups, messages, overview, topics, vendor
 
     app = web.Application(middlewares=[errors], client_max_size=2 * 1024 * 1024)
     state = ConsoleState(settings, env(), sample=sample)
@@ -141,6 +141,7 @@ def make_app(settings: ConsoleSettings, *, sample: bool = True) -> web.Applicati
     app.on_startup.append(state.start)
     app.on_cleanup.append(state.stop)
     overview.routes(app)
+    brokers.routes(app)
     topics.routes(app)
     messages.routes(app)
     groups.routes(app)

@@ -44,6 +44,7 @@ def env() -> jinja2.Environment:
     e.globals["plotly_url"] = lambda: PLOTLY_URL
     e.filters["digest"] = digest
     e.filters["duration"] = human_duration
+    e.filters["percent"] = human_percent
     return e
 
 
@@ -64,6 +65,14 @@ def human_duration(ms: str | int | None) -> str:
         if n >= size and n % size == 0:
             return f"{n // size} {unit}"
     return f"{n} ms"
+
+
+def human_percent(value: float | None) -> str:
+    """A percentage as the pages show it: "37.5 %", whole ones without decimals ("0 %", "100 %"),
+    "—" for None."""
+    if value is None:
+        return "—"
+    return f"{value:.0f} %" if value == int(value) else f"{value:.1f} %"
 
 
 def human_size(n: int | None) -> str:

@@ -155,6 +155,51 @@ def test_01b_live_pages_in_a_row_and_back(browser: Browser, kafka: BrokerProcess
     browser.shot("topics-restored-live")
 
 
+def test_01c_brokers_and_reassignments(browser: Browser, kafka: BrokerProcess) -> None:
+    """The one broker leads and holds every partition, nothing is imbalanced or being moved, and
+    its counts follow a topic created elsewhere without a reload."""
+
+    def partitions() -> int:
+        with AdminClient({"bootstrap.servers": kafka.bootstrap}) as admin:
+            return sum(len(t.partitions) for t in admin.list_topics(internal=True).values())
+
+    browser.visit("/brokers")
+    (row,) = browser.find_all("#brokers-table tbody tr")
+    node = row.get_attribute("data-broker")
+    cells = [c.text for c in row.find_elements("css selector", "th, td")]
+    count = f"{partitions():,}"
+    assert cells[:6] == [f"{node} controller", f"127.0.0.1:{kafka.port}", "—", "online", count, count], cells
+    assert cells[6].endswith(("B", "KiB", "MiB")), cells
+    assert browser.text("#reassignments-count") == "No reassignments in progress."
+    (balance,) = browser.find_all("#imbalance tbody tr")
+    assert [c.text for c in balance.find_elements("css selector", "th, td")] == [
+        node,
+        "online",
+        count,
+        "0",
+        "0 %",
+    ]
+    assert browser.text("#imbalance-threshold").startswith("Threshold: 10 % (leader.imbalance.per.broker")
+    browser.driver.execute_script("window.__notReloaded = true;")
+    with AdminClient({"bootstrap.servers": kafka.bootstrap}) as admin:
+        assert admin.create_topics([NewTopic("two-more", 2, 1)]) == {"two-more": None}
+    more = f"{partitions():,}"
+    browser.wait(
+        lambda: (
+            browser.find(f'#brokers-table tr[data-broker="{node}"]').get_attribute("data-leaders")
+            == more.replace(",", "")
+        ),
+        "the broker's leaderships to follow the new topic (live)",
+    )
+    assert browser.driver.execute_script("return window.__notReloaded === true"), "the page was reloaded"
+    browser.shot("brokers")
+
+    browser.submit('header a[href="/reassignments"]')
+    assert browser.path() == "/reassignments"
+    assert browser.text("#reassignments-table") == "No reassignments in progress."
+    browser.shot("reassignments-none")
+
+
 def test_02_create_a_topic_through_the_form(browser: Browser) -> None:
     browser.visit("/topics")
     assert not browser.find_all(f'tr[data-topic="{TOPIC}"]')
@@ -360,6 +405,8 @@ def test_07_bad_input_gets_a_readable_message(browser: Browser) -> None:
 
 
 ACCESSIBLE_PAGES = {
+    "brokers": "/brokers",
+    "reassignments": "/reassignments",
     "topics": "/topics",
     "groups": "/groups",
     "topic": f"/topics/{TOPIC}",

@@ -96,6 +96,18 @@ def test_overview_counts_every_partition(browser: Browser) -> None:
     browser.shot("overview")
 
 
+def test_brokers_page_counts_every_partition(browser: Browser) -> None:
+    """2,050 leaderships and replicas on one broker, read from one Metadata and one DescribeLogDirs."""
+    browser.visit("/brokers")
+    (leaders,) = rows(browser, "#brokers-table tr[data-broker]", "data-leaders")
+    (replicas,) = rows(browser, "#brokers-table tr[data-broker]", "data-replicas")
+    assert int(leaders) == int(replicas) == TOPICS * PARTITIONS + 50
+    (preferred,) = rows(browser, "#imbalance tr[data-broker]", "data-preferred")
+    assert int(preferred) == TOPICS * PARTITIONS + 50
+    assert browser.text("#reassignments-count") == "No reassignments in progress."
+    browser.shot("brokers")
+
+
 def test_topics_come_a_page_at_a_time_sorted_on_the_server(browser: Browser) -> None:
     browser.visit("/topics")
     first = rows(browser, "tr[data-topic]", "data-topic")

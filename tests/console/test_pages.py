@@ -237,3 +237,51 @@ async def test_a_topic_deleted_behind_the_consoles_back(
         assert await admin.delete_topics([topic]) == {topic: None}
     r = await web.get(f"/topics/{topic}/messages?partition=0")
     assert r.status == 400 and "there is no topic" in message(await r.text())
+
+
+def rows_with(page: str, attribute: str) -> list[dict[str, str]]:
+    """The data-* attributes (without "data-") of every table row of ``page`` that has
+    ``data-<attribute>``, in page order."""
+    found = (
+        dict(re.findall(r'data-([\w-]+)="([^"]*)"', m.group(1))) for m in re.finditer(r"<tr ([^>]*)>", page)
+    )
+    return [attrs for attrs in found if attribute in attrs]
+
+
+async def test_brokers_and_reassignments_of_one_broker(
+    web: TestClient, kafka: BrokerProcess, topic: str
+) -> None:
+    """One broker leads and holds every partition, is its own controller, holds the bytes written,
+    and nothing is being reassigned; the imbalance threshold is read from its config."""
+    async with AIOAdminClient({"bootstrap.servers": kafka.bootstrap}) as admin:
+        assert await admin.create_topics([NewTopic(topic, 3, 1)]) == {topic: None}
+        async with AIOProducer({"bootstrap.servers": kafka.bootstrap}) as producer:
+            for i in range(20):
+                await producer.send_and_wait(topic, b"x" * 1000, partition=i % 3)
+        partitions = sum(len(t.partitions) for t in (await admin.list_topics(internal=True)).values())
+        sizes = await admin.describe_log_dirs()
+    written = sum(size for tp, size in sizes.items() if tp.topic == topic)
+    assert written > 20_000
+
+    r = await web.get("/brokers")
+    page = await r.text()
+    assert r.status == 200 and "Traceback" not in page
+    (row,) = rows_with(page, "leaders")
+    node = row["broker"]
+    assert (row["status"], row["controller"]) == ("online", "yes"), row
+    assert int(row["leaders"]) == int(row["replicas"]) == partitions
+    assert int(row["bytes"]) >= written
+    assert f"127.0.0.1:{kafka.port}" in page
+    assert "No reassignments in progress." in page
+    (balance,) = rows_with(page, "preferred")
+    assert balance == {"broker": node, "preferred": str(partitions), "elsewhere": "0", "above": "no"}
+    found = re.search(r'id="imbalance-threshold">(.*?)</p>', page, re.S)
+    assert found, page
+    threshold = re.sub(r"\s+", " ", found.group(1))
+    assert "<strong>10 %</strong>" in threshold and f"of the controller, broker {node}" in threshold, (
+        threshold
+    )
+
+    r = await web.get("/reassignments")
+    page = await r.text()
+    assert r.status == 200 and 'id="no-reassignments">No reassignments in progress.' in page

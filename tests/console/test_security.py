@@ -68,3 +68,29 @@ async def test_a_wrong_password_is_a_sentence(secured: tuple[BrokerProcess, str]
         found = re.search(r'id="error-message">([^<]*)<', html)
         assert found and "refused the console&#39;s login" in found.group(1), html[:3000]
         assert re.search(r'id="banner"[^>]*>The cluster at [^<]* refused', html)
+
+
+async def test_brokers_without_permission_on_the_cluster(
+    secured: tuple[BrokerProcess, str], tmp_path: Path
+) -> None:
+    """A login without DESCRIBE on the cluster still gets the brokers and their leaderships
+    (Metadata); sizes, reassignments and the controller's configs say that they were refused."""
+    _, sasl = secured
+    user = next(iter(USERS))
+    async for web in console_for(sasl, user, USERS[user], tmp_path):
+        page = await web.get("/brokers")
+        html = await page.text()
+        assert page.status == 200 and "Traceback" not in html, html[:3000]
+        assert re.search(r'<tr data-broker="\d+" data-status="online" [^>]*data-bytes=""', html), html
+        assert re.search(r"bytes on disk unknown \([^)]*CLUSTER_AUTHORIZATION_FAILED", html), html
+        assert re.search(
+            r'id="reassignments-count">The cluster does not list its reassignments: [^<]*uthoriz', html
+        )
+        threshold = re.search(r'id="imbalance-threshold">(.*?)</p>', html, re.S)
+        assert threshold, html
+        assert "Kafka's default" in threshold.group(1), threshold.group(1)
+        assert "DescribeConfigs of broker 0: CLUSTER_AUTHORIZATION_FAILED" in threshold.group(1)
+        page = await web.get("/reassignments")
+        html = await page.text()
+        assert page.status == 200
+        assert re.search(r'id="reassignments-error">The cluster does not list its reassignments', html), html
