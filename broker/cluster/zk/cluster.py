@@ -459,8 +459,7 @@ class ZkCluster:
                 continue
             topic_id = topic_ids.new_topic_id()
             txn = self._fenced_transaction()
-            snap.topic_ids[topic] = topic_id  # only for the znode written next: the snapshot is replaced
-            txn.set_data(znodes.topic_path(topic), topic_znode(snap, topic, {}), version)
+            txn.set_data(znodes.topic_path(topic), topic_znode(snap, topic, {}, topic_id), version)
             if await self._commit(txn):
                 log.info("controller: topic %s has no id; gave it %s", topic, topic_ids.to_text(topic_id))
             wrote = True

@@ -22,6 +22,7 @@ removed, and the znode deleted once empty, as Kafka's controller does.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 
 from kazoo.client import TransactionRequest
@@ -43,8 +44,11 @@ from broker.cluster.zk.snapshot import Snapshot, TopicPartition
 log = logging.getLogger("minikafka.cluster")
 
 
-def topic_znode(snap: Snapshot, topic: str, changed: dict[int, FullAssignment]) -> bytes:
-    """``topic``'s znode as in ``snap`` with the partitions in ``changed`` replaced."""
+def topic_znode(
+    snap: Snapshot, topic: str, changed: dict[int, FullAssignment], topic_id: uuid.UUID | None = None
+) -> bytes:
+    """``topic``'s znode as in ``snap`` with the partitions in ``changed`` replaced (and ``topic_id``
+    as its ID, when given: a topic written by a Kafka without IDs gets one)."""
     replicas, adding, removing = {}, {}, {}
     for index, assigned in snap.assignments[topic].items():
         tp = (topic, index)
@@ -59,7 +63,7 @@ def topic_znode(snap: Snapshot, topic: str, changed: dict[int, FullAssignment]) 
                 list(new.adding),
                 list(new.removing),
             )
-    return znodes.encode_assignment(replicas, snap.topic_ids.get(topic), adding, removing)
+    return znodes.encode_assignment(replicas, topic_id or snap.topic_ids.get(topic), adding, removing)
 
 
 class Reassigner:
