@@ -74,7 +74,7 @@ cluster: $(RUN_STAMP) zookeeper-tools
 	$(BIN)/python -m broker.dev_cluster --data-dir $(DATA_DIR) $(CLUSTER_ARGS)
 
 test: $(TEST_STAMP) $(NODE_STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 test-all: $(TEST_STAMP) $(NODE_STAMP)
 	$(BIN)/python -m pytest -q -m ''

@@ -192,7 +192,7 @@ class SourceSegment:
     aborted_txns: tuple[AbortedTxn, ...] = ()  # its transaction index's entries
 
 
-@dataclass
+@dataclass(eq=False)  # hashed by identity: the log tasks keep the running jobs in a set
 class CleaningJob:
     """Everything the worker thread needs, captured on the loop thread."""
 
