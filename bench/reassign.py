@@ -17,8 +17,8 @@ records written by kcat with acks=1) on brokers 1 and 2.
   sets; the copy rate against the throttle (measured from 12 s in: Kafka's
   rate counts at least ten one-second windows, so a fresh throttle admits a
   burst), and the p99 of an acks=all
-  producer (200 records/s to an RF 3 topic) during the move against the same
-  producer with nothing moving.
+  producer (200 records/s to an RF 3 topic, in a process of its own) during
+  the move against the same producer with nothing moving.
 
 Run alone: ``python -m bench.reassign [--mb N]``.
 """
@@ -26,11 +26,13 @@ Run alone: ``python -m bench.reassign [--mb N]``.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -94,44 +96,52 @@ def _throttle(
     )
 
 
+def _probe(bootstrap: str, topic: str, stop: Any, out: Any) -> None:
+    """In a process of its own: an acks=all producer at ``PRODUCE_RATE`` until ``stop`` is set;
+    sends the list of its records' times to their acks (ms) on ``out``."""
+    producer = Producer({"bootstrap.servers": bootstrap, "logger": QUIET, "acks": "all", "linger.ms": 0})
+    ms: list[float] = []
+    start = time.perf_counter()
+    i = 0
+    while not stop.is_set():
+        due = start + i / PRODUCE_RATE
+        if due > time.perf_counter():
+            time.sleep(due - time.perf_counter())
+        sent = time.perf_counter()
+        producer.produce(
+            topic,
+            b"x" * 100,
+            on_delivery=lambda err, _m, s=sent: (
+                ms.append((time.perf_counter() - s) * 1000) if err is None else None
+            ),
+        )
+        producer.poll(0)
+        i += 1
+    producer.flush(30)
+    out.send(ms)
+
+
 class Latencies:
-    """An acks=all producer at a fixed rate in a thread, noting each record's time to its ack."""
+    """An acks=all producer at a fixed rate, in a process of its own (so this process's polling and
+    sampling do not show in its latencies), noting each record's time to its ack."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
         self.ms: list[float] = []
-        self._stop = threading.Event()
-        self._producer = Producer(
-            {"bootstrap.servers": bootstrap, "logger": QUIET, "acks": "all", "linger.ms": 0}
-        )
-        self._topic = topic
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        start = time.perf_counter()
-        i = 0
-        while not self._stop.is_set():
-            due = start + i / PRODUCE_RATE
-            if due > time.perf_counter():
-                time.sleep(due - time.perf_counter())
-            sent = time.perf_counter()
-            self._producer.produce(
-                self._topic,
-                b"x" * 100,
-                on_delivery=lambda err, _m, s=sent: (
-                    self.ms.append((time.perf_counter() - s) * 1000) if err is None else None
-                ),
-            )
-            self._producer.poll(0)
-            i += 1
-        self._producer.flush(30)
+        ctx = multiprocessing.get_context("spawn")
+        self._stop = ctx.Event()
+        self._receive, send = ctx.Pipe(duplex=False)
+        self._process = ctx.Process(target=_probe, args=(bootstrap, topic, self._stop, send), daemon=True)
 
     def __enter__(self) -> Latencies:
-        self._thread.start()
+        self._process.start()
+        time.sleep(2.0)  # the probe's start-up (interpreter, metadata) is not part of the measure
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(60)
+        if self._receive.poll(60):
+            self.ms = self._receive.recv()
+        self._process.join(30)
 
 
 class Growth:
