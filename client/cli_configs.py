@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from client.admin import BROKER, BROKER_LOGGER, TOPIC, AdminClient, ConfigEntry
-from client.cli_support import CliError, add_common, admin_client, emit_json
+from client.cli_support import CliError, add_common, admin_client, emit_json, read_properties
 from client.errors import KafkaError
 
 ENTITY_TYPES = {"topics": TOPIC, "brokers": BROKER, "broker-loggers": BROKER_LOGGER}
@@ -119,23 +119,6 @@ def parse_configs(text: str) -> dict[str, str]:
     return out
 
 
-def _configs_file(path: str) -> dict[str, str]:
-    try:
-        text = open(path, encoding="utf-8").read()  # noqa: SIM115
-    except OSError as exc:
-        raise CliError(f"cannot read --add-config-file {path}: {exc.strerror}") from None
-    out = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise CliError(f"{path}: expected key=value, got {line!r}")
-        out[key.strip()] = value.strip()
-    return out
-
-
 def _type_name(rtype: int) -> str:
     return {TOPIC: "topic", BROKER: "broker", BROKER_LOGGER: "broker-logger"}[rtype]
 
@@ -207,7 +190,7 @@ def _describe(args: argparse.Namespace, rtype: int, name: str | None) -> int:
 def _alter(args: argparse.Namespace, rtype: int, name: str) -> int:
     added = parse_configs(args.add_config) if args.add_config else {}
     if args.add_config_file:
-        added.update(_configs_file(args.add_config_file))
+        added.update(read_properties(args.add_config_file, "--add-config-file"))
     deleted = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
     if not added and not deleted:
         raise CliError("--alter needs --add-config, --add-config-file or --delete-config")

@@ -72,12 +72,15 @@ def add_common(p: argparse.ArgumentParser, json_flag: bool = True) -> None:
 def command_config(args: argparse.Namespace) -> dict[str, str]:
     """The ``--command-config`` file's ``key=value`` lines (``#``/``!`` comments), or {}."""
     path = getattr(args, "command_config", None)
-    if not path:
-        return {}
+    return read_properties(path, "--command-config") if path else {}
+
+
+def read_properties(path: str, flag: str) -> dict[str, str]:
+    """A properties file's ``key=value`` lines (``#``/``!`` comments); `CliError` naming ``flag``."""
     try:
         text = open(path, encoding="utf-8").read()  # noqa: SIM115
     except OSError as exc:
-        raise CliError(f"cannot read --command-config {path}: {exc.strerror}") from None
+        raise CliError(f"cannot read {flag} {path}: {exc.strerror}") from None
     out = {}
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
