@@ -427,6 +427,11 @@ class LogManager:
         """A copy of the registry."""
         return dict(self._topics)
 
+    def topic_overrides(self, name: str) -> dict[str, str]:
+        """The topic-level configs of ``name`` as given ({} for a topic not registered here)."""
+        info = self._topics.get(name)
+        return info.configs if info is not None else {}
+
     def logs(self) -> Iterator[tuple[tuple[str, int], PartitionLog]]:
         """Every ``((topic, partition), log)`` (a snapshot)."""
         return iter(list(self._logs.items()))

@@ -174,11 +174,6 @@ def _rack_of(ctx: RequestContext) -> Callable[[int], str | None]:
     return rack_of
 
 
-def _configs(broker: Any, topic: str) -> dict[str, str]:
-    info = broker.logs.topics().get(topic)
-    return info.configs if info is not None else {}
-
-
 def _read(
     ctx: RequestContext,
     req: Any,
@@ -254,7 +249,7 @@ def _read(
                 left = budget - total
                 catching_up = follower and replica_id not in part.isr
                 if catching_up and broker.replicas.throttles.leader_throttled(
-                    _configs(broker, name), p.partition
+                    broker.logs.topic_overrides(name), p.partition
                 ):
                     end = p.fetch_offset  # a reassignment's copy, over its rate: nothing this time
                 if p.fetch_offset < end and (left > 0 or total == 0):
@@ -274,7 +269,7 @@ def _read(
                         follower
                         and throttles.leader.rate is not None
                         and records
-                        and throttles.leader_counts(_configs(broker, name), p.partition)
+                        and throttles.leader_counts(broker.logs.topic_overrides(name), p.partition)
                     ):
                         throttles.leader.record(len(records))
                     if broker.metrics is not None and records:

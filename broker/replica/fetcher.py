@@ -185,14 +185,10 @@ class ReplicaFetcher:
             self.replicas.rebuild_producers(part)
         part.needs_truncation = False
 
-    def _configs(self, part: Partition) -> dict[str, str]:
-        info = self.replicas.logs.topics().get(part.topic)
-        return info.configs if info is not None else {}
-
     def _throttled(self, part: Partition) -> bool:
         """A partition this broker copies without being in sync, over the follower throttle: skipped."""
         return self.replicas.node_id not in part.isr and self.replicas.throttles.follower_throttled(
-            self._configs(part), part.index
+            self.replicas.logs.topic_overrides(part.topic), part.index
         )
 
     def _chunk(self, part: Partition) -> int:
@@ -204,7 +200,7 @@ class ReplicaFetcher:
         if (
             rate is None
             or self.replicas.node_id in part.isr
-            or not throttles.follower_counts(self._configs(part), part.index)
+            or not throttles.follower_counts(self.replicas.logs.topic_overrides(part.topic), part.index)
         ):
             return PARTITION_MAX_BYTES
         return max(64 << 10, min(PARTITION_MAX_BYTES, int(rate) // 10))
@@ -266,7 +262,7 @@ class ReplicaFetcher:
                 if (  # Kafka counts every throttled partition's bytes, in sync or not
                     records
                     and throttles.follower.rate is not None
-                    and throttles.follower_counts(self._configs(part), part.index)
+                    and throttles.follower_counts(self.replicas.logs.topic_overrides(part.topic), part.index)
                 ):
                     throttles.follower.record(len(records))
                 if records:
