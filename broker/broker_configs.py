@@ -69,12 +69,10 @@ def _java_int(name: str) -> int | None:
     return None
 
 
-def sensitive(name: str, plugin_prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> bool:
+def sensitive(name: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> bool:
     """Whether a broker key's value is never described (Kafka: PASSWORD-typed keys, and keys of no
-    known type such as a tiered storage plugin's, under ``plugin_prefixes``)."""
-    return (
-        dynamic_keys.is_password(name) or name.endswith(_SECRET_SUFFIXES) or name.startswith(plugin_prefixes)
-    )
+    known type such as a tiered storage plugin's property, under ``prefixes``)."""
+    return dynamic_keys.is_password(name) or name.endswith(_SECRET_SUFFIXES) or name.startswith(prefixes)
 
 
 def config_type(broker: Broker, name: str) -> int:
