@@ -26,7 +26,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from broker.cluster import BrokerNode, LocalCluster, TopicAdmin
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, ConfigError
 from broker.dynamic import effects
 from broker.dynamic.configs import DynamicBrokerConfigs
 from broker.frame_pool import FramePool
@@ -42,6 +42,7 @@ from broker.txn.log import TXN_TOPIC
 from storage.config import LogConfig
 from storage.fs import FileSystem
 from storage.log_manager import LogManager
+from storage.remote_config import validate_broker_defaults
 
 if TYPE_CHECKING:
     from broker.cluster.zk.cluster import ZkCluster
@@ -111,9 +112,14 @@ class Broker:
         self.dynamic = DynamicBrokerConfigs(config, None if session is not None else self.data_dir)
         self.dynamic.load(session)
         dynamic = self.dynamic
+        defaults = LogConfig.from_broker_configs(dynamic.explicit())
+        try:  # tiered storage on: log.local.retention.* must fit log.retention.* (Kafka's start-up check)
+            validate_broker_defaults(defaults, config.remote_log_storage_system_enable)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         self.logs = LogManager(
             str(self.data_dir),
-            LogConfig.from_broker_configs(dynamic.explicit()),
+            defaults,
             fs,
             node_id=self.node_id,
             cluster_id=cluster_id,

@@ -12,7 +12,11 @@ DescribeConfigs (Kafka's ConfigHelper):
   unless the key can change dynamically here (Kafka marks every key outside its
   AllDynamicConfigs read-only, the throttle rates and listener-prefixed keys
   among them; minikafka also the keys it refuses to change live). Password
-  configs are sensitive: no value.
+  configs are sensitive: no value. So are the tiered storage plugins'
+  properties (``rsm.config.*``, ``rlmm.config.*``, under whatever prefixes
+  the broker's ``remote.log.*.impl.prefix`` keys name): Kafka describes every
+  key whose type it cannot know as sensitive, and they hold the object store's
+  credentials (``rsm.config.storage.aws.secret.access.key``...).
 - another id: INVALID_REQUEST "Unexpected broker id, expected <id> or empty
   string, but received <name>"; not a number: "Broker id must be an integer,
   but it is: <name>". Kafka's clients send a broker's resource to that broker.
@@ -40,6 +44,7 @@ from broker.dynamic import keys as dynamic_keys
 from broker.dynamic import loggers
 from broker.dynamic.configs import DEFAULT, DYNAMIC_DEFAULT, Change, default_text
 from broker.kafka_keys import KAFKA_BROKER_KEYS
+from broker.remote_log_config import DEFAULT_PREFIXES, KINDS, plugin_prefixes
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import BROKER_CONFIG_NAMES
 
@@ -48,7 +53,14 @@ BROKER_LOGGER = 8
 SOURCE_BROKER_LOGGER = 6
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _JAVA_INT = re.compile(r"[+-]?[0-9]+")
-_SECRET_SUFFIXES = ("password", ".secret", "sasl.jaas.config", "ssl.keystore.key")
+_SECRET_SUFFIXES = (
+    "password",
+    ".secret",
+    "sasl.jaas.config",
+    "ssl.keystore.key",
+    "secret.access.key",
+    "session.token",
+)
 
 
 def _java_int(name: str) -> int | None:
@@ -57,15 +69,20 @@ def _java_int(name: str) -> int | None:
     return None
 
 
-def sensitive(name: str) -> bool:
-    """Whether a broker key's value is never described (Kafka: PASSWORD-typed keys)."""
-    return dynamic_keys.is_password(name) or name.endswith(_SECRET_SUFFIXES)
+def sensitive(name: str, prefixes: tuple[str, ...] = DEFAULT_PREFIXES) -> bool:
+    """Whether a broker key's value is never described (Kafka: PASSWORD-typed keys, and keys of no
+    known type such as a tiered storage plugin's property, under ``prefixes``)."""
+    return dynamic_keys.is_password(name) or name.endswith(_SECRET_SUFFIXES) or name.startswith(prefixes)
 
 
 def config_type(broker: Broker, name: str) -> int:
     found = dynamic_keys.lookup(name)
     if found is not None:
         return found.kind
+    if name in KINDS:
+        return KINDS[name]
+    if name in broker.config.plugin_values:
+        return UNKNOWN  # Kafka cannot know a plugin property's type
     topic_key = BROKER_CONFIG_NAMES.get(name, ("", 0))[0]
     if topic_key in TOPIC_CONFIG_TYPES:
         return TOPIC_CONFIG_TYPES[topic_key][0]
@@ -87,9 +104,14 @@ def read_only(name: str) -> bool:
 
 
 def _entry(
-    name: str, value: str | None, source: int, synonyms: list[dict[str, Any]], kind: int, doc: str | None
+    name: str,
+    value: str | None,
+    source: int,
+    synonyms: list[dict[str, Any]],
+    kind: int,
+    doc: str | None,
+    secret: bool,
 ) -> dict[str, Any]:
-    secret = sensitive(name)
     return {
         "name": name,
         "value": None if secret else value,
@@ -129,6 +151,7 @@ def describe_broker(
             }
         )
         per_broker = True
+    prefixes = plugin_prefixes(broker.config.values)
     out = []
     for key in sorted(names) if keys is None else keys:
         if key not in names:
@@ -139,7 +162,7 @@ def describe_broker(
         source = chain[0][2] if chain else DEFAULT
         value = dynamic.value(key) if per_broker else dynamic.cluster_default[key]
         listed = (
-            [{"name": n, "value": None if sensitive(n) else v, "source": s} for n, v, s in chain]
+            [{"name": n, "value": None if sensitive(n, prefixes) else v, "source": s} for n, v, s in chain]
             if synonyms
             else []
         )
@@ -151,6 +174,7 @@ def describe_broker(
                 listed,
                 config_type(broker, key),
                 _documentation(key) if documentation else None,
+                sensitive(key, prefixes),
             )
         )
     return out

@@ -14,9 +14,12 @@ it, and each further PLAINTEXT listener gets its own socket; Metadata answers
 with the addresses of the listener a client came in on and the brokers reach
 each other on `inter.broker.listener.name`, the first listener by default);
 `log.dir` is `log.dirs`; `broker.id` is `node.id`); every other key Kafka
-defines (broker/kafka_keys.py) is accepted and reported as ignored. Only a key
-Kafka does not know either, or a value that does not parse, raises
-`ConfigError`: one line naming the key, with the closest known key suggested.
+defines (broker/kafka_keys.py) is accepted and reported as ignored. Tiered
+storage's keys and the plugin properties under their prefixes (``rsm.config.``,
+``rlmm.config.``, kept as text in `BrokerConfig.plugin_values`) are described
+in broker/remote_log_config.py. Only a key Kafka does not know either, or a
+value that does not parse, raises `ConfigError`: one line naming the key, with
+the closest known key suggested.
 
 This is the static configuration. Kafka's dynamic broker configs change many
 keys while the broker runs (broker/dynamic/): what the broker uses is
@@ -39,6 +42,15 @@ from broker.properties import (
     parse_listeners,
     parse_properties,
     parse_protocol_map,
+)
+from broker.remote_log_config import (
+    REMOTE_LOG_KEYS,
+    RLMM_PREFIX_KEY,
+    RSM_PREFIX_KEY,
+    SYSTEM_ENABLE,
+    looks_secret,
+    plugin_prefixes,
+    strip_prefix,
 )
 
 
@@ -420,6 +432,7 @@ KEYS: dict[str, Key] = {
         ),
         Key("quota.window.num", _int, 11, "samples a client quota's rate is measured over (at least 1)"),
         Key("quota.window.size.seconds", _int, 1, "time span of each client quota sample (at least 1)"),
+        *(Key(*spec) for spec in REMOTE_LOG_KEYS),
     )
 }
 
@@ -481,7 +494,9 @@ class BrokerConfig:
     ``ignored``: Kafka keys that were given but that minikafka does not use, with
     their sources (logged once at start-up, shown by ``--print-config``);
     ``ignored_values`` their values as given (dynamic broker configs describe
-    them as static, broker/dynamic/configs.py).
+    them as static, broker/dynamic/configs.py). ``plugin_values``: the tiered
+    storage plugins' properties (full keys, prefixes included) as given, and
+    ``plugin_sources`` where each came from.
     """
 
     def __init__(
@@ -492,6 +507,8 @@ class BrokerConfig:
         listeners: _Listeners | None = None,
         security_values: dict[str, str] | None = None,
         ignored_values: dict[str, str] | None = None,
+        plugin_values: dict[str, str] | None = None,
+        plugin_sources: dict[str, str] | None = None,
     ) -> None:
         self.values = values
         self.sources = sources
@@ -503,6 +520,8 @@ class BrokerConfig:
             k: src for k, src in (ignored or {}).items() if not (secured and k.startswith(SECURITY_PREFIXES))
         }
         self.ignored_values = ignored_values or {}
+        self.plugin_values = plugin_values or {}
+        self.plugin_sources = plugin_sources or {}
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -532,6 +551,26 @@ class BrokerConfig:
         return [first, *self._listeners.more]
 
     @property
+    def remote_log_storage_system_enable(self) -> bool:
+        """Tiered storage's switch (``remote.log.storage.system.enable``)."""
+        return bool(self.values[SYSTEM_ENABLE])
+
+    def prefixed(self, prefix: str) -> dict[str, str]:
+        """The plugin properties whose key starts with ``prefix``, prefix cut off, values as given."""
+        return strip_prefix(self.plugin_values, prefix)
+
+    def remote_storage_manager_configs(self) -> dict[str, str]:
+        """The remote storage manager's properties (``rsm.config.*``, or whatever
+        ``remote.log.storage.manager.impl.prefix`` says), prefix cut off:
+        ``{"storage.s3.bucket.name": ...}``."""
+        return self.prefixed(str(self.values[RSM_PREFIX_KEY]))
+
+    def remote_log_metadata_manager_configs(self) -> dict[str, str]:
+        """The remote log metadata manager's properties (``rlmm.config.*``, or whatever
+        ``remote.log.metadata.manager.impl.prefix`` says), prefix cut off."""
+        return self.prefixed(str(self.values[RLMM_PREFIX_KEY]))
+
+    @property
     def inter_broker_listener(self) -> str:
         return self.values["inter.broker.listener.name"].upper() or self._listeners.first_name
 
@@ -545,8 +584,8 @@ class BrokerConfig:
         """Defaults, then the file, then ``MINIKAFKA_*`` environment variables, then ``overrides``.
 
         Raises `ConfigError` (one line) for a key neither minikafka nor Kafka
-        defines, a value that does not parse, or listeners with no PLAINTEXT
-        client listener.
+        defines (nor a tiered storage plugin's prefix covers), a value that does
+        not parse, or listeners with no PLAINTEXT client listener.
         """
         values = {k.name: k.default for k in KEYS.values()}
         sources = {k.name: "default" for k in KEYS.values()}
@@ -554,6 +593,9 @@ class BrokerConfig:
         ignored: dict[str, str] = {}
         ignored_values: dict[str, str] = {}
         security_values: dict[str, str] = {}
+        # keys no table knows, in the order given: a plugin's property if a plugin prefix covers it
+        # (the prefixes are keys themselves, so this is known only at the end), else a mistake
+        unknown: dict[str, tuple[str, str]] = {}
         listeners = _Listeners()
 
         def apply(key: str, raw: Any, source: str) -> None:
@@ -567,7 +609,8 @@ class BrokerConfig:
                     if key.startswith(SECURITY_PREFIXES):
                         security_values[key] = str(raw)
                     return
-                raise ConfigError(f"unknown configuration key {key!r} (from {source}){_suggestion(key)}")
+                unknown[key] = (str(raw), source)
+                return
             try:
                 value = KEYS[key].parse(raw) if isinstance(raw, str) else raw
             except ValueError as exc:
@@ -596,11 +639,29 @@ class BrokerConfig:
             name = env_name(key)
             if env is not None and name in env:
                 apply(key, env[name], f"env {name}")
+        for prefix in plugin_prefixes(values):
+            for name, raw in sorted(_plugin_env(env or {}, prefix).items()):
+                unknown[name] = (raw, f"env {env_name(name)}")
         _resolve(mapped, apply, listeners)
         for key, value in (overrides or {}).items():
             if value is not None:
                 apply(key, value, "command line")
-        config = cls(values, sources, ignored, listeners, security_values, ignored_values)
+        prefixes = plugin_prefixes(values)
+        plugin_values, plugin_sources = {}, {}
+        for key, (raw, source) in unknown.items():
+            if not key.startswith(prefixes):
+                raise ConfigError(f"unknown configuration key {key!r} (from {source}){_suggestion(key)}")
+            plugin_values[key], plugin_sources[key] = raw, source
+        config = cls(
+            values,
+            sources,
+            ignored,
+            listeners,
+            security_values,
+            ignored_values,
+            plugin_values,
+            plugin_sources,
+        )
         names = [lst.name for lst in config.served_listeners()]
         if config.inter_broker_listener not in names:
             raise ConfigError(
@@ -619,10 +680,26 @@ class BrokerConfig:
             for lst in self.served_listeners()
         ]
         lines += [
+            f"{k:<{width}} = {'[hidden]' if looks_secret(k) else v}  # {self.plugin_sources[k]}"
+            for k, v in sorted(self.plugin_values.items())
+        ]
+        lines += [
             f"{k:<{width}}   (a Kafka key minikafka ignores)  # {src}"
             for k, src in sorted(self.ignored.items())
         ]
         return "\n".join(lines)
+
+
+def _plugin_env(env: Mapping[str, str], prefix: str) -> dict[str, str]:
+    """Plugin properties under ``prefix`` given as environment variables:
+    ``MINIKAFKA_RSM_CONFIG_STORAGE_S3_REGION`` is ``rsm.config.storage.s3.region`` (lower-cased,
+    ``_`` read as ``.``)."""
+    start = env_name(prefix)
+    return {
+        prefix + name[len(start) :].lower().replace("_", "."): value
+        for name, value in env.items()
+        if name.startswith(start) and len(name) > len(start)
+    }
 
 
 def _resolve(

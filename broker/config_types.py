@@ -34,8 +34,15 @@ TOPIC_CONFIG_TYPES: dict[str, tuple[int, str]] = {
     "compression.gzip.level": (INT, "gzip level when the broker compresses (accepted, not used)."),
     "compression.lz4.level": (INT, "lz4 level when the broker compresses (accepted, not used)."),
     "compression.zstd.level": (INT, "zstd level when the broker compresses (accepted, not used)."),
-    "remote.log.copy.disable": (BOOLEAN, "Tiered storage setting (accepted, not used)."),
-    "remote.log.delete.on.disable": (BOOLEAN, "Tiered storage setting (accepted, not used)."),
+    "remote.log.copy.disable": (
+        BOOLEAN,
+        "Tiered topic: stop uploading, keep what is remote read-only (local.retention.* must then be -2 or equal "
+        "retention.*).",
+    ),
+    "remote.log.delete.on.disable": (
+        BOOLEAN,
+        "Must be true to turn remote.storage.enable off: the topic's remote data is deleted.",
+    ),
     "follower.replication.throttled.replicas": (
         LIST,
         "partition:broker replicas (or *) whose copying as followers follower.replication.throttled.rate limits.",
@@ -45,8 +52,14 @@ TOPIC_CONFIG_TYPES: dict[str, tuple[int, str]] = {
         "partition:broker replicas (or *) whose leaders send to out-of-sync followers at most "
         "leader.replication.throttled.rate.",
     ),
-    "local.retention.bytes": (LONG, "Tiered storage setting (accepted, not used)."),
-    "local.retention.ms": (LONG, "Tiered storage setting (accepted, not used)."),
+    "local.retention.bytes": (
+        LONG,
+        "Tiered topic: partition size kept on local disk (-2: retention.bytes; at most retention.bytes).",
+    ),
+    "local.retention.ms": (
+        LONG,
+        "Tiered topic: age of segments kept on local disk (-2: retention.ms; at most retention.ms).",
+    ),
     "max.compaction.lag.ms": (LONG, "Longest a record may stay uncompacted (accepted, not used)."),
     "message.downconversion.enable": (BOOLEAN, "Down-conversion for old consumers (accepted, not used)."),
     "message.format.version": (STRING, "Legacy message format version (accepted, not used)."),
@@ -54,7 +67,10 @@ TOPIC_CONFIG_TYPES: dict[str, tuple[int, str]] = {
     "message.timestamp.before.max.ms": (LONG, "Timestamp skew allowed behind (accepted, not used)."),
     "message.timestamp.difference.max.ms": (LONG, "Timestamp skew allowed (accepted, not used)."),
     "preallocate": (BOOLEAN, "Preallocate segment files (accepted, not used)."),
-    "remote.storage.enable": (BOOLEAN, "Tiered storage (accepted, not used)."),
+    "remote.storage.enable": (
+        BOOLEAN,
+        "Tier the topic: closed segments go to remote storage (needs remote.log.storage.system.enable).",
+    ),
     "segment.jitter.ms": (LONG, "Random jitter on segment.ms (accepted, not used)."),
     "unclean.leader.election.enable": (
         BOOLEAN,
@@ -79,11 +95,6 @@ UNMODELLED_DEFAULTS: dict[str, tuple[str, str | None]] = {
     "message.timestamp.difference.max.ms": ("9223372036854775807", "log.message.timestamp.difference.max.ms"),
     "message.downconversion.enable": ("true", "log.message.downconversion.enable"),
     "message.format.version": ("3.0-IV1", "log.message.format.version"),
-    "local.retention.ms": ("-2", "log.local.retention.ms"),
-    "local.retention.bytes": ("-2", "log.local.retention.bytes"),
-    "remote.storage.enable": ("false", None),
-    "remote.log.copy.disable": ("false", None),
-    "remote.log.delete.on.disable": ("false", None),
     "follower.replication.throttled.replicas": ("", "follower.replication.throttled.replicas"),
     "leader.replication.throttled.replicas": ("", "leader.replication.throttled.replicas"),
 }

@@ -6,10 +6,18 @@ dynamic per-broker config, 3 the dynamic cluster default, 4 the static broker
 config (properties file, environment or flag), 5 the default. Topic configs are
 changed with AlterConfigs / IncrementalAlterConfigs and persisted by the log
 manager (or ZooKeeper). Broker resources: broker/broker_configs.py.
+
+Every new set of overrides a client asks for (CreateTopics, AlterConfigs,
+IncrementalAlterConfigs) goes through `check_overrides`: the values parse, and
+the tiered storage rules hold (storage/remote_config.py, against this broker's
+``remote.log.storage.system.enable`` and the topic's overrides before the
+change); INVALID_CONFIG with Kafka's message otherwise. Configs a broker reads
+back from ZooKeeper or its own registry are not checked again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from broker.broker import Broker
@@ -17,6 +25,7 @@ from broker.config_types import LIST, TOPIC_CONFIG_TYPES, UNKNOWN, UNMODELLED_DE
 from broker.dynamic.configs import default_text
 from protocol.errors import ErrorCode, KafkaError
 from storage.config import BROKER_CONFIG_NAMES, LogConfig
+from storage.remote_config import validate_topic_config
 
 TOPIC = 2
 BROKER = 4
@@ -134,7 +143,23 @@ def describe_overrides(
     return out
 
 
+def check_overrides(broker: Broker, name: str, overrides: Mapping[str, str], old: Mapping[str, str]) -> None:
+    """Kafka's validation of topic ``name``'s new ``overrides`` (``old``: its overrides until now,
+    empty for a new topic): KafkaError INVALID_CONFIG naming the key or rule that fails."""
+    try:
+        config = LogConfig.from_topic_configs(overrides, broker.logs.default_config)
+        validate_topic_config(name, config, old, broker.config.remote_log_storage_system_enable)
+    except ValueError as exc:
+        raise KafkaError(str(exc), ErrorCode.INVALID_CONFIG) from None
+
+
 def alter_topic(broker: Broker, name: str, overrides: dict[str, str], validate_only: bool) -> None:
+    """Replace topic ``name``'s overrides (checked first); KafkaError UNKNOWN_TOPIC_OR_PARTITION or
+    INVALID_CONFIG."""
+    info = broker.cluster.topic(name)
+    if info is None:
+        raise KafkaError(f"unknown topic {name!r}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    check_overrides(broker, name, overrides, info.configs)
     broker.admin.alter_topic_configs(name, overrides, validate_only=validate_only)
 
 

@@ -10,6 +10,13 @@ Kafka topic configs that minikafka accepts but does not act on (e.g.
 ``compression.type``, ``preallocate``) are validated loosely and kept in
 `LogConfig.extra`, so tools that set them on CreateTopics keep working; an
 unknown name is a `ValueError`.
+
+Tiered storage (KIP-405) has typed fields: ``remote.storage.enable``,
+``local.retention.ms`` / ``local.retention.bytes`` (-2: the same as
+``retention.*``, see `effective_local_retention_ms` / `_bytes`),
+``remote.log.copy.disable`` and ``remote.log.delete.on.disable``. Whether a
+partition is tiered at all is `LogConfig.remote_log_enabled`; Kafka's rules on
+how these keys combine are in storage/remote_config.py.
 """
 
 from __future__ import annotations
@@ -28,6 +35,20 @@ CREATE_TIME = "CreateTime"
 LOG_APPEND_TIME = "LogAppendTime"
 CLEANUP_DELETE = "delete"
 CLEANUP_COMPACT = "compact"
+USE_RETENTION = -2  # local.retention.ms/bytes: the same as retention.ms/bytes
+
+REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
+# Topics that are never tiered whatever their configs say (Kafka's UnifiedLog.isRemoteLogEnabled:
+# the internal topics of Topic.isInternal, the remote log metadata topic, KRaft's metadata log).
+NEVER_TIERED = frozenset(
+    {
+        "__consumer_offsets",
+        "__transaction_state",
+        "__share_group_state",
+        REMOTE_LOG_METADATA_TOPIC,
+        "__cluster_metadata",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +71,11 @@ class LogConfig:
     min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
     min_compaction_lag_ms: int = 0  # min.compaction.lag.ms: younger segments are not cleaned
     min_insync_replicas: int = 1  # min.insync.replicas: acks=all needs this many in-sync replicas
+    remote_storage_enable: bool = False  # remote.storage.enable: tier this topic (no broker default)
+    local_retention_ms: int = USE_RETENTION  # local.retention.ms: age kept on local disk when tiered
+    local_retention_bytes: int = USE_RETENTION  # local.retention.bytes: size kept on local disk when tiered
+    remote_log_copy_disable: bool = False  # remote.log.copy.disable: tiered data read-only, no uploads
+    remote_log_delete_on_disable: bool = False  # remote.log.delete.on.disable: needed to turn tiering off
     extra: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -64,6 +90,36 @@ class LogConfig:
     def delete(self) -> bool:
         """Time/size retention applies (``cleanup.policy`` includes ``delete``)."""
         return CLEANUP_DELETE in self.cleanup_policy.split(",")
+
+    @property
+    def effective_local_retention_ms(self) -> int:
+        """``local.retention.ms`` with -2 resolved to ``retention.ms`` (Kafka's localRetentionMs();
+        -1: unlimited)."""
+        return self.retention_ms if self.local_retention_ms == USE_RETENTION else self.local_retention_ms
+
+    @property
+    def effective_local_retention_bytes(self) -> int:
+        """``local.retention.bytes`` with -2 resolved to ``retention.bytes`` (Kafka's
+        localRetentionBytes(); -1: unlimited)."""
+        if self.local_retention_bytes == USE_RETENTION:
+            return self.retention_bytes
+        return self.local_retention_bytes
+
+    def remote_log_enabled(self, system_enabled: bool, topic: str) -> bool:
+        """Whether ``topic``'s partitions are tiered (Kafka's UnifiedLog.isRemoteLogEnabled).
+
+        True only if the broker's ``remote.log.storage.system.enable``
+        (``system_enabled``) and this config's ``remote.storage.enable`` are
+        both on, the topic is not compacted (``cleanup.policy`` without
+        ``compact``) and it is none of `NEVER_TIERED` (``__consumer_offsets``,
+        ``__transaction_state``, ``__remote_log_metadata`` ...). Validation
+        (storage/remote_config.py) refuses to set up the other combinations, but
+        configs written before it, or a broker whose switch is off, still meet
+        them: this is the one test of whether to tier.
+        """
+        return (
+            system_enabled and self.remote_storage_enable and not self.compact and topic not in NEVER_TIERED
+        )
 
     @classmethod
     def from_topic_configs(
@@ -94,8 +150,9 @@ class LogConfig:
         return _apply(defaults or cls(), renamed, TOPIC_CONFIGS)
 
     def to_topic_configs(self) -> dict[str, str]:
-        """Every topic-level name with its value as a string (for DescribeConfigs)."""
-        out = {name: str(getattr(self, spec.attr)) for name, spec in TOPIC_CONFIGS.items() if spec.attr}
+        """Every topic-level name with its value as a string (for DescribeConfigs; booleans as
+        ``true`` / ``false``)."""
+        out = {name: _text(getattr(self, spec.attr)) for name, spec in TOPIC_CONFIGS.items() if spec.attr}
         out.update(self.extra)
         return out
 
@@ -141,6 +198,15 @@ def _boolean(key: str, value: str) -> str:
     if value.strip().lower() not in ("true", "false"):
         raise ValueError(f"invalid value {value!r} for config {key!r}: must be true or false")
     return value.strip().lower()
+
+
+def _bool(key: str, value: str) -> bool:
+    return _boolean(key, value) == "true"
+
+
+def _text(value: object) -> str:
+    """A field's value as Kafka prints it."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _one_of(*choices: str) -> Callable[[str, str], object]:
@@ -197,17 +263,18 @@ TOPIC_CONFIGS: dict[str, _Spec] = {
     "min.cleanable.dirty.ratio": _Spec("min_cleanable_dirty_ratio", _ratio),
     "min.compaction.lag.ms": _Spec("min_compaction_lag_ms", _int_at_least(0)),
     "min.insync.replicas": _Spec("min_insync_replicas", _int_at_least(1, INT32_MAX)),
+    "remote.storage.enable": _Spec("remote_storage_enable", _bool),
+    "local.retention.ms": _Spec("local_retention_ms", _int_at_least(USE_RETENTION)),
+    "local.retention.bytes": _Spec("local_retention_bytes", _int_at_least(USE_RETENTION)),
+    "remote.log.copy.disable": _Spec("remote_log_copy_disable", _bool),
+    "remote.log.delete.on.disable": _Spec("remote_log_delete_on_disable", _bool),
     # Accepted (Kafka topic configs that clients and tools set) but not acted upon.
     "compression.type": _Spec(None, _one_of("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
     "compression.gzip.level": _Spec(None, _int_at_least(-1, 9)),
     "compression.lz4.level": _Spec(None, _int_at_least(1, 17)),
     "compression.zstd.level": _Spec(None, _int_at_least(-131072, 22)),
-    "remote.log.copy.disable": _Spec(None, _boolean),
-    "remote.log.delete.on.disable": _Spec(None, _boolean),
     "follower.replication.throttled.replicas": _Spec(None, _throttled_replicas),
     "leader.replication.throttled.replicas": _Spec(None, _throttled_replicas),
-    "local.retention.bytes": _Spec(None, _int_at_least(-2)),
-    "local.retention.ms": _Spec(None, _int_at_least(-2)),
     "max.compaction.lag.ms": _Spec(None, _int_at_least(1)),
     "message.downconversion.enable": _Spec(None, _boolean),
     "message.format.version": _Spec(None, _any_string),
@@ -215,7 +282,6 @@ TOPIC_CONFIGS: dict[str, _Spec] = {
     "message.timestamp.before.max.ms": _Spec(None, _int_at_least(0)),
     "message.timestamp.difference.max.ms": _Spec(None, _int_at_least(0)),
     "preallocate": _Spec(None, _boolean),
-    "remote.storage.enable": _Spec(None, _boolean),
     "segment.jitter.ms": _Spec(None, _int_at_least(0)),
     "unclean.leader.election.enable": _Spec(None, _boolean),
 }
@@ -241,6 +307,8 @@ BROKER_CONFIG_NAMES: dict[str, tuple[str, int]] = {
     "log.cleaner.min.cleanable.ratio": ("min.cleanable.dirty.ratio", 1),
     "log.cleaner.min.compaction.lag.ms": ("min.compaction.lag.ms", 1),
     "min.insync.replicas": ("min.insync.replicas", 1),
+    "log.local.retention.ms": ("local.retention.ms", 1),
+    "log.local.retention.bytes": ("local.retention.bytes", 1),
 }
 
 

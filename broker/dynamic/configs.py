@@ -104,6 +104,7 @@ def _static_values(config: BrokerConfig) -> dict[str, str]:
     out = {k: text(v) for k, v in config.values.items() if config.sources.get(k, "default") != "default"}
     out.update(config.ignored_values)
     out.update(config.security_values)
+    out.update(config.plugin_values)  # rsm.config.* ...: described as static, never changed dynamically
     for key in keys.DYNAMIC_KEYS.values():
         if key.dynamic_only:
             out.pop(key.name, None)

@@ -11,7 +11,7 @@ refusal is `keys.invalid_dynamic`'s message):
   follow at once: the next retention check deletes by the new limits, the next
   append rolls by the new segment size. Checked: the defaults still make a
   valid log config; ``log.local.retention.*`` against ``log.retention.*``
-  (Kafka's DynamicLogConfig).
+  (Kafka's DynamicLogConfig: the time first, whether or not tiered storage is on).
 - ``log.cleaner.threads``, ``log.cleaner.backoff.ms``,
   ``log.cleaner.dedupe.buffer.size``: `LogTasks.reconfigure_cleaner`. Checked as
   Kafka's LogCleaner: at least 1 thread, no fewer than half and no more than
@@ -40,8 +40,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Protocol
 
 from broker.dynamic.configs import FOLLOWER_RATE, LEADER_RATE, LONG_MAX, DynamicBrokerConfigs, default_text
-from broker.dynamic.keys import SSL_STORE_KEYS, config_error, invalid_dynamic, split_listener_key
+from broker.dynamic.keys import SSL_STORE_KEYS, invalid_dynamic, split_listener_key
 from storage.config import BROKER_CONFIG_NAMES, LogConfig
+from storage.remote_config import check_local_retention
 
 if TYPE_CHECKING:
     from broker.log_tasks import LogTasks
@@ -116,55 +117,16 @@ def connect(
             defaults = LogConfig.from_broker_configs(effective)
         except ValueError as exc:
             raise invalid_dynamic(str(exc)) from None
-        get = _getter(effective)
-        try:
-            local_ms, local_bytes = int(get("log.local.retention.ms")), int(get("log.local.retention.bytes"))
-        except ValueError:  # static values minikafka never parsed
-            return
-        if defaults.retention_ms != -1 and local_ms != -2:
-            if local_ms == -1:
-                raise invalid_dynamic(
-                    str(
-                        config_error(
-                            "log.local.retention.ms",
-                            local_ms,
-                            f"Value must not be -1 as log.retention.ms value is set as {defaults.retention_ms}.",
-                        )
-                    )
-                )
-            if local_ms > defaults.retention_ms:
-                raise invalid_dynamic(
-                    str(
-                        config_error(
-                            "log.local.retention.ms",
-                            local_ms,
-                            f"Value must not be more than log.retention.ms property value: {defaults.retention_ms}",
-                        )
-                    )
-                )
-        if defaults.retention_bytes > -1 and local_bytes != -2:
-            if local_bytes == -1:
-                raise invalid_dynamic(
-                    str(
-                        config_error(
-                            "log.local.retention.bytes",
-                            local_bytes,
-                            "Value must not be -1 as log.retention.bytes value is set as"
-                            f" {defaults.retention_bytes}.",
-                        )
-                    )
-                )
-            if local_bytes > defaults.retention_bytes:
-                raise invalid_dynamic(
-                    str(
-                        config_error(
-                            "log.local.retention.bytes",
-                            local_bytes,
-                            "Value must not be more than log.retention.bytes property value:"
-                            f" {defaults.retention_bytes}",
-                        )
-                    )
-                )
+        problem = check_local_retention(
+            defaults.local_retention_ms, defaults.retention_ms, "log.local.retention.ms", "log.retention.ms"
+        ) or check_local_retention(
+            defaults.local_retention_bytes,
+            defaults.retention_bytes,
+            "log.local.retention.bytes",
+            "log.retention.bytes",
+        )
+        if problem is not None:
+            raise invalid_dynamic(problem)
 
     def cleaner_check(effective: Mapping[str, str], changed: frozenset[str]) -> None:
         if not changed & CLEANER_KEYS:

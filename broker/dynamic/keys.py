@@ -37,7 +37,9 @@ Each dynamic key has a `Mode` in minikafka:
 Two departures from Kafka, both refusals: a key Kafka does not define at all
 (Kafka stores it as a custom config; here it is almost always a typo, answered
 with the closest known key), and minikafka's own static keys (``port``,
-``log.format``...).
+``log.format``...). Tiered storage plugins' properties (``rsm.config.*``,
+``rlmm.config.*``: Kafka stores them as custom configs, which its plugins never
+read again) are refused as static keys.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from enum import Enum
 from broker.config import KEYS, parse_ip_overrides
 from broker.config_types import BOOLEAN, CLASS, DOUBLE, INT, LIST, LONG, PASSWORD, SHORT, STRING
 from broker.kafka_keys import KAFKA_BROKER_KEYS
+from broker.remote_log_config import DEFAULT_PREFIXES
 
 INT32_MAX = (1 << 31) - 1
 INT64_MAX = (1 << 63) - 1
@@ -246,8 +249,8 @@ _TABLE: tuple[DynamicKey, ...] = (
     _key("log.message.timestamp.before.max.ms", LONG, _L, _at_least(0), _S),
     _key("log.message.timestamp.after.max.ms", LONG, "3600000", _at_least(0), _S),
     _key("log.message.downconversion.enable", BOOLEAN, "true", mode=_S),
-    _key("log.local.retention.ms", LONG, "-2", _at_least(-2), _S),
-    _key("log.local.retention.bytes", LONG, "-2", _at_least(-2), _S),
+    _key("log.local.retention.ms", LONG, "-2", _at_least(-2), doc="local.retention.ms default"),
+    _key("log.local.retention.bytes", LONG, "-2", _at_least(-2), doc="local.retention.bytes default"),
     # -- the log cleaner (LogCleaner.ReconfigurableConfigs)
     _key("log.cleaner.threads", INT, "1", _at_least(0), doc="cleaner threads (cleanings at once)"),
     _key("log.cleaner.backoff.ms", LONG, "15000", _at_least(0), doc="cleaner sleep when idle"),
@@ -275,7 +278,7 @@ _TABLE: tuple[DynamicKey, ...] = (
     # -- producer state (DynamicProducerStateManagerConfig)
     _key("producer.id.expiration.ms", INT, "86400000", _at_least(1), doc="idle idempotent producers expire"),
     _key("transaction.partition.verification.enable", BOOLEAN, "true", mode=_S),
-    # -- tiered storage (DynamicRemoteLogConfig): none here
+    # -- tiered storage (DynamicRemoteLogConfig): stored until the remote log manager reads them
     _key("remote.log.index.file.cache.total.size.bytes", LONG, "1073741824", _at_least(1), _S),
     _key("remote.fetch.max.wait.ms", INT, "500", _at_least(1), _S),
     _key("remote.log.manager.copy.max.bytes.per.second", LONG, _L, _at_least(1), _S),
@@ -467,7 +470,9 @@ def validate(props: Mapping[str, str], per_broker_level: bool) -> dict[str, obje
     static = [
         n
         for n in names
-        if lookup(n) is None and n not in SSL_STORE_KEYS and (n in KAFKA_BROKER_KEYS or n in KEYS)
+        if lookup(n) is None
+        and n not in SSL_STORE_KEYS
+        and (n in KAFKA_BROKER_KEYS or n in KEYS or n.startswith(DEFAULT_PREFIXES))
     ]
     if static:
         raise DynamicConfigError(f"Cannot update these configs dynamically: {scala_set(static)}")

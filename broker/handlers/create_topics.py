@@ -7,7 +7,8 @@ Behavior:
   1..live brokers: INVALID_REPLICATION_FACTOR; manual assignments must name
   distinct live brokers, as many for every partition:
   INVALID_REPLICA_ASSIGNMENT;
-  topic configs by their topic-level names, none null: INVALID_CONFIG; existing topic:
+  topic configs by their topic-level names, none null, and Kafka's tiered
+  storage rules (broker/topic_configs.py `check_overrides`): INVALID_CONFIG; existing topic:
   TOPIC_ALREADY_EXISTS; the same name twice in one request: INVALID_REQUEST.
   The name is checked first (illegal, then existing), as Kafka does, so a
   topic that exists answers TOPIC_ALREADY_EXISTS whatever else is asked.
@@ -103,6 +104,7 @@ def _create(ctx: RequestContext, t: Any, validate_only: bool, quota: MutationQuo
     if quota is not None and not validate_only:
         quota.admit(partitions)
     configs = {c.name: c.value for c in t.configs}
+    topic_configs.check_overrides(broker, t.name, {k: str(v) for k, v in configs.items()}, {})
     topic_id = broker.admin.create_topic(
         t.name,
         partitions,
