@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from broker.tiered.object_store import ObjectStore
-from broker.tiered.s3_store import S3ObjectStore
+from broker.tiered.s3_store import MIN_PART_SIZE, S3ObjectStore
 
 DEFAULT_PREFIX = "rsm.config."
 PREFIX_KEY = "remote.log.storage.manager.impl.prefix"
@@ -48,7 +48,6 @@ S3_BACKEND_CLASS = "io.aiven.kafka.tieredstorage.storage.s3.S3Storage"
 DEFAULT_CHUNK_SIZE = 4 * 1024 * 1024
 MAX_CHUNK_SIZE = 1073741823
 DEFAULT_PART_SIZE = 8 * 1024 * 1024
-MIN_PART_SIZE = 5 * 1024 * 1024
 MAX_PART_SIZE = 2 * 1024 * 1024 * 1024 - 9
 DEFAULT_REGION = "us-east-1"
 DEFAULT_TIMEOUT_MS = 30_000
