@@ -9,6 +9,7 @@
   value of every broker key, read before the logs open, and the parts that follow its changes
   (broker/dynamic/effects.py);
 - ``groups``: the group coordinator, on `__consumer_offsets`;
+- ``remote_logs``: tiered storage's remote log manager (`broker.tiered`), None when it is off;
 - ``transactions``: the transaction coordinator, on `__transaction_state` (`broker.txn`);
 - ``group_commit``, ``producer_ids``, ``frames``, ``log_tasks``, ``metrics``.
 
@@ -37,6 +38,7 @@ from broker.log_tasks import LogTasks
 from broker.producer_state import BlockProducerIds, ProducerIdAllocator
 from broker.replica import ReplicaManager
 from broker.security.broker_security import BrokerSecurity
+from broker.tiered.wiring import remote_log_manager
 from broker.txn import Transactions
 from broker.txn.log import TXN_TOPIC
 from storage.config import LogConfig
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from broker.cluster.zk.session import ZkSession
     from broker.groups.coordinator import GroupCoordinator
     from broker.metrics import BrokerMetrics
+    from broker.tiered.manager import RemoteLogManager
 
 log = logging.getLogger("minikafka.broker")
 
@@ -125,6 +128,7 @@ class Broker:
             cluster_id=cluster_id,
             cleaner_dedupe_buffer_bytes=dynamic.int_value("log.cleaner.dedupe.buffer.size")
             // max(1, dynamic.int_value("log.cleaner.threads")),
+            remote_log_system_enabled=bool(config["remote.log.storage.system.enable"]),
         )
         self.replicas = ReplicaManager(
             self.logs, self.node_id, dynamic.int_value("producer.id.expiration.ms")
@@ -188,9 +192,21 @@ class Broker:
         )
         self.transactions.marker_writer.links.link_security = self.security.link_security
         self.transactions.adds.links.link_security = self.security.link_security
+        # tiered storage (KIP-405): None unless remote.log.storage.system.enable
+        self.remote_logs: RemoteLogManager | None = remote_log_manager(
+            config,
+            replicas=self.replicas,
+            cluster=self.cluster,
+            admin=self.admin,
+            link_security=self.security.link_security,
+        )
+        self.remote_fetch_max_wait_s = int(config["remote.fetch.max.wait.ms"]) / 1000
         if session is not None:
             self.cluster.fetchers.link_security = self.security.link_security
             self.cluster.leadership_changed.append(self._coordinator_leadership)
+            if self.remote_logs is not None:
+                rlm = self.remote_logs
+                self.cluster.leadership_changed.append(lambda _t, _p, _leads: rlm.kick())
         effects.connect(
             dynamic,
             logs=self.logs,

@@ -359,11 +359,19 @@ def snapshot_offsets(fs: FileSystem, directory: str) -> list[int]:
     return sorted(out)
 
 
-def write_snapshot(fs: FileSystem, directory: str, offset: int, data: bytes) -> None:
-    """Atomically write ``<offset>.snapshot`` and delete all but the newest `SNAPSHOTS_KEPT` (any thread)."""
+def write_snapshot(
+    fs: FileSystem, directory: str, offset: int, data: bytes, keep_above: int | None = None
+) -> None:
+    """Atomically write ``<offset>.snapshot`` and delete all but the newest `SNAPSHOTS_KEPT` (any thread).
+
+    ``keep_above``: snapshots at offsets above it stay too. A tiered log passes its highest remote
+    offset + 1: each segment not yet in the object store keeps the snapshot at its end, which is
+    copied with it (Kafka keeps one snapshot per segment for this).
+    """
     fs.atomic_write(naming.snapshot_file(directory, offset), data)
     for old in snapshot_offsets(fs, directory)[:-SNAPSHOTS_KEPT]:
-        fs.remove_if_exists(naming.snapshot_file(directory, old))
+        if keep_above is None or old <= keep_above:
+            fs.remove_if_exists(naming.snapshot_file(directory, old))
 
 
 def load_producer_state(

@@ -89,6 +89,8 @@ class BrokerServer:
         for server in self._servers:
             await server.start_serving()
         broker.log_tasks.start()
+        if broker.remote_logs is not None:
+            broker.remote_logs.start()
         log.info(
             "minikafka broker %d listening on %s:%d (advertised %s:%d), data in %s",
             broker.node_id,
@@ -122,6 +124,8 @@ class BrokerServer:
         await broker.security.stop()
         await broker.dynamic.stop()
         await broker.log_tasks.stop()
+        if broker.remote_logs is not None:
+            await broker.remote_logs.stop()
         if broker.metrics is not None:
             broker.metrics.close()
         broker.close()

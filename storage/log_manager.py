@@ -78,14 +78,18 @@ class LogManager:
         node_id: int = 0,
         cluster_id: str | None = None,
         cleaner_dedupe_buffer_bytes: int = DEFAULT_DEDUPE_BUFFER_BYTES,
+        remote_log_system_enabled: bool = False,
     ) -> None:
         """Lock and open ``data_dir`` (created if absent), recovering logs if the last shutdown was unclean.
 
         Raises `LogDirLockedError` if another process holds the directory, and
         `DataDirError` if ``meta.properties`` or the topic registry is damaged, or
         ``meta.properties`` disagrees with ``node_id``/``cluster_id``.
+        ``remote_log_system_enabled``: ``remote.log.storage.system.enable``; the logs of topics with
+        ``remote.storage.enable`` are then tiered (`PartitionLog.set_tiered`).
         """
         self.data_dir = data_dir
+        self.remote_log_system_enabled = remote_log_system_enabled
         self.default_config = default_config or LogConfig()
         self._fs = fs if fs is not None else FileSystem()
         self.health = IoHealth()  # failed file operations of every partition log, logged and counted
@@ -188,7 +192,9 @@ class LogManager:
                 recovery_point=recovery_points.get(tp, 0) if recover else None,
                 log_start_offset=log_starts.get(tp),
                 health=self.health,
+                tiered=self._tiered(tp[0], self._topics[tp[0]].config),
             )
+            self._apply_config(self._logs[tp], tp[0], self._topics[tp[0]].config)
             if high_watermarks is not None and not self._logs[tp].offline:
                 self._logs[tp].restore_high_watermark(high_watermarks.get(tp, 0))
             if not self._logs[tp].offline and self._topics[tp[0]].topic_id != topic_ids.ZERO:
@@ -345,7 +351,10 @@ class LogManager:
             directory = self._path(naming.partition_dir_name(info.name, p))
             if self._fs.exists(directory):
                 self._fs.rmtree(directory)  # stale leftovers of an earlier topic with this name
-            self._logs[(info.name, p)] = PartitionLog(directory, info.config, self._fs, health=self.health)
+            plog = self._logs[(info.name, p)] = PartitionLog(
+                directory, info.config, self._fs, health=self.health
+            )
+            self._apply_config(plog, info.name, info.config)
             topic_ids.write_partition_metadata(self._fs, directory, info.topic_id)
         self._fs.fsync_dir(self.data_dir)
 
@@ -388,8 +397,15 @@ class LogManager:
         for p in info.local_partitions:
             partition_log = self._logs.get((name, p))
             if partition_log is not None:
-                partition_log.config = config
+                self._apply_config(partition_log, name, config)
         return config
+
+    def _tiered(self, name: str, config: LogConfig) -> bool:
+        return config.remote_log_enabled(self.remote_log_system_enabled, name)
+
+    def _apply_config(self, plog: PartitionLog, name: str, config: LogConfig) -> None:
+        plog.config = config
+        plog.set_tiered(self._tiered(name, config), copy_enabled=not config.remote_log_copy_disable)
 
     def set_default_config(self, default_config: LogConfig) -> None:
         """New broker defaults (a dynamic broker config changed): every topic's config is rebuilt from
@@ -410,7 +426,7 @@ class LogManager:
             for p in info.local_partitions:
                 partition_log = self._logs.get((name, p))
                 if partition_log is not None:
-                    partition_log.config = config
+                    self._apply_config(partition_log, name, config)
 
     @property
     def fs(self) -> FileSystem:

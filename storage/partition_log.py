@@ -3,7 +3,10 @@
 Three offsets, kept apart (REPLICATION.md):
 
 - ``log_start_offset``: first offset a consumer may read (the first segment's
-  base offset, or later once records are deleted).
+  base offset, or later once records are deleted). A tiered log (``tiered``,
+  `storage.remote_state`) also has a ``local_log_start_offset``, the first offset
+  held in local segments; the log start offset may be below it, the records in
+  between being only in the object store. Without tiering the two are equal.
 - ``high_watermark`` (HW): offsets below it are committed and readable by
   consumers. It never moves backwards except by truncation, and never passes the
   LEO. Appends do **not** move it: the caller advances it with
@@ -116,6 +119,7 @@ from storage.fs import FileSystem
 from storage.index import INT32_MAX
 from storage.io_health import IoHealth
 from storage.leader_epoch import LeaderEpochCache
+from storage.remote_state import RemoteLogState
 from storage.segment import BatchIndexInfo, LogSegment
 from storage.txn_index import AbortedTxn
 from storage.txn_recovery import rebuild_txn_indexes
@@ -178,6 +182,7 @@ class PartitionLog:
         log_start_offset: int | None = None,
         now_ms: int | None = None,
         health: IoHealth | None = None,
+        tiered: bool = False,
     ) -> None:
         """Open (or create) the log in ``directory``.
 
@@ -185,6 +190,8 @@ class PartitionLog:
         the one holding ``recovery_point`` (None: only the last one) to the end.
         ``log_start_offset``: from the log-start-offset checkpoint, if any.
         ``health``: where failed file operations are reported (logged and counted).
+        ``tiered``: the topic is tiered (`set_tiered`); its checkpointed log start offset may lie below
+        the first local segment.
         """
         self.directory = directory
         self.config = config
@@ -223,7 +230,12 @@ class PartitionLog:
         active = self._segments[-1]
         self._leo = active.next_offset
         first_base = self._segments[0].base_offset
-        self._log_start = min(max(log_start_offset or first_base, first_base), self._leo)
+        # Kafka's LogLoader: a tiered log keeps the checkpointed log start even below its first segment
+        self.remote: RemoteLogState | None = RemoteLogState() if tiered else None
+        if tiered and log_start_offset is not None and log_start_offset >= 0:
+            self._log_start = min(log_start_offset, self._leo)
+        else:
+            self._log_start = min(max(log_start_offset or first_base, first_base), self._leo)
         self._hw = self._leo
         self._hw_segment, self._hw_position = active, active.size
         # (segment, byte position) where each of the last appends ended, by end offset
@@ -411,6 +423,28 @@ class PartitionLog:
     @property
     def log_start_offset(self) -> int:
         return self._log_start
+
+    @property
+    def local_log_start_offset(self) -> int:
+        """The first offset held in local segments (= `log_start_offset` unless the log is tiered)."""
+        return max(self._log_start, self._bases[0])
+
+    def set_tiered(self, tiered: bool, copy_enabled: bool = True) -> None:
+        """Make the log tiered or not (``remote.storage.enable`` changed), keeping what is known of the
+        remote part. Untiering moves the log start up to the local log start: what was remote is no
+        longer readable (Kafka's delete-on-disable)."""
+        if tiered:
+            if self.remote is None:
+                self.remote = RemoteLogState()
+            self.remote.copy_enabled = copy_enabled
+        elif self.remote is not None:
+            self.remote = None
+            self._log_start = max(self._log_start, self._bases[0])
+
+    @property
+    def _tiered_copy(self) -> bool:
+        """Local deletion waits for the object store, and moves only the local log start."""
+        return self.remote is not None and self.remote.copy_enabled
 
     @property
     def high_watermark(self) -> int:
@@ -718,16 +752,17 @@ class PartitionLog:
         (``upto_leo``: up to the LEO, for follower replicas).
 
         At least one whole batch (if any is below the HW) even if larger than
-        ``max_bytes``, unless ``min_one_batch`` is False. ``offset`` below the log
-        start offset or above the LEO raises `KafkaError` OFFSET_OUT_OF_RANGE;
+        ``max_bytes``, unless ``min_one_batch`` is False. ``offset`` below the local log
+        start offset or above the LEO raises `KafkaError` OFFSET_OUT_OF_RANGE (for a tiered log the
+        caller reads [log start, local log start) from the object store);
         ``offset`` in [HW, LEO] returns no data. Reads within one segment.
         ``to_send``: large reads may be read-only views of the mapped segment
         (`LogSegment.read`), for a Fetch response.
         """
         self._check_usable()
-        if offset < self._log_start or offset > self._leo:
+        if offset < self.local_log_start_offset or offset > self._leo:
             raise KafkaError(
-                f"offset {offset} outside [{self._log_start}, {self._leo}] of {self.directory}",
+                f"offset {offset} outside [{self.local_log_start_offset}, {self._leo}] of {self.directory}",
                 code=ErrorCode.OFFSET_OUT_OF_RANGE,
             )
         data: bytes | memoryview = b""
@@ -761,7 +796,7 @@ class PartitionLog:
         for seg in self._segments[first:]:
             if seg.largest_timestamp >= timestamp:
                 limit = hw_position if seg is hw_segment else None
-                found = seg.find_offset_for_timestamp(timestamp, self._log_start, limit)
+                found = seg.find_offset_for_timestamp(timestamp, self.local_log_start_offset, limit)
                 if found is not None and found[0] < self._hw:
                     return found
             if seg is hw_segment:
@@ -784,7 +819,7 @@ class PartitionLog:
                 best = seg
         if best is None:
             return None
-        found = best.find_offset_for_timestamp(best.largest_timestamp, self._log_start)
+        found = best.find_offset_for_timestamp(best.largest_timestamp, self.local_log_start_offset)
         if found is None or found[0] >= self._hw:
             return None
         return found
@@ -808,7 +843,7 @@ class PartitionLog:
         ``BatchHeader.position`` is the byte position inside that batch's segment.
         For rebuilding producer state; no CRC check. Must run on the loop thread.
         """
-        start = self._log_start if start_offset is None else start_offset
+        start = self.local_log_start_offset if start_offset is None else start_offset
         end = self._leo if end_offset is None else end_offset
         for seg in list(self._segments[self._segment_index(start) :]):
             if seg.base_offset >= end:
@@ -873,8 +908,10 @@ class PartitionLog:
         self._check_usable()
         if offset >= self._leo:
             return self._leo
-        if offset < self._log_start:
-            raise ValueError(f"cannot truncate to {offset}, below the log start offset {self._log_start}")
+        if offset < self.local_log_start_offset:
+            raise ValueError(
+                f"cannot truncate to {offset}, below the local log start offset {self.local_log_start_offset}"
+            )
         if self._swapping:
             raise ValueError(f"cannot truncate {self.directory} while a compaction swap is in progress")
         abort = getattr(self.cleaning, "abort", None)
@@ -908,13 +945,17 @@ class PartitionLog:
         self._recount_aborted()
         return self._leo
 
-    def truncate_fully_and_start_at(self, offset: int, now_ms: int | None = None) -> None:
+    def truncate_fully_and_start_at(
+        self, offset: int, now_ms: int | None = None, log_start_offset: int | None = None
+    ) -> None:
         """Drop every segment and start empty at ``offset`` (log start = HW = LEO = ``offset``).
 
         For a follower whose log ends below its leader's log start offset (the
         leader's retention removed what it would fetch next): nothing it holds
         can be extended, so it restarts where the leader's log starts, as Kafka
         does. Leader epochs and producer snapshots go with the segments.
+        ``log_start_offset``: a tiered log's log start below ``offset`` (a follower rebuilding from
+        the object store: [log start, ``offset``) is remote).
         """
         self._check_usable()
         if self._swapping:
@@ -936,6 +977,8 @@ class PartitionLog:
         self._segments, self._bases = [new], [offset]
         self._dir_gen += 1
         self._leo = self._log_start = self._hw = self._recovery_point = self._last_roll_offset = offset
+        if log_start_offset is not None and self.remote is not None:
+            self._log_start = min(log_start_offset, offset)
         self._reposition_high_watermark()
         self._epochs.truncate_from_end(0)  # every entry
         self._remove_snapshots_after(-1)  # every snapshot
@@ -977,12 +1020,18 @@ class PartitionLog:
                 f"offset {offset} outside [0, {self._hw}] of {self.directory}",
                 code=ErrorCode.OFFSET_OUT_OF_RANGE,
             )
-        if offset > self._log_start:
-            self._log_start = offset
-            log.info("%s: log start offset moved to %d by DeleteRecords", self.directory, offset)
+        self.raise_log_start(offset, "DeleteRecords")
         if self.cleaning is None:
             self._delete_prefix(self._start_breached, "the log start offset", now_ms)
         return self._log_start
+
+    def raise_log_start(self, offset: int, reason: str) -> None:
+        """Move the log start offset up to ``offset`` (never past the HW, never down); the local segments
+        below it go at the next retention check."""
+        offset = min(offset, self._hw)
+        if offset > self._log_start:
+            self._log_start = offset
+            log.info("%s: log start offset moved to %d by %s", self.directory, offset, reason)
 
     def delete_old_segments(self, now_ms: int | None = None) -> int:
         """Apply retention (module docstring); return the number of segments deleted.
@@ -996,7 +1045,11 @@ class PartitionLog:
         deleted = self._delete_prefix(self._start_breached, "the log start offset", now)
         if not self.config.delete:
             return deleted
-        retention_bytes = self.config.retention_bytes
+        # a tiered log keeps local.retention.* locally; retention.* is the remote log manager's
+        local = "local." if self._tiered_copy else ""
+        cfg = self.config
+        retention_bytes = cfg.effective_local_retention_bytes if local else cfg.retention_bytes
+        retention_ms = cfg.effective_local_retention_ms if local else cfg.retention_ms
         if retention_bytes >= 0:
             excess = self.size - retention_bytes
 
@@ -1007,12 +1060,11 @@ class PartitionLog:
                 excess -= seg.size
                 return True
 
-            deleted += self._delete_prefix(over_size, f"retention.bytes {retention_bytes}", now)
-        retention_ms = self.config.retention_ms
+            deleted += self._delete_prefix(over_size, f"{local}retention.bytes {retention_bytes}", now)
         if retention_ms >= 0:
             deleted += self._delete_prefix(
                 lambda seg, _: now - seg.retention_timestamp() > retention_ms,
-                f"retention.ms {retention_ms}",
+                f"{local}retention.ms {retention_ms}",
                 now,
             )
         return deleted
@@ -1024,18 +1076,34 @@ class PartitionLog:
         self, predicate: Callable[[LogSegment, LogSegment | None], bool], reason: str, now_ms: int | None
     ) -> int:
         """Delete the leading segments for which ``predicate(segment, next segment)`` holds (Kafka's
-        ``deletableSegments``): never past the HW, never the empty active segment."""
+        ``deletableSegments``): never past the HW, never the empty active segment.
+
+        A tiered log (copy enabled) deletes only segments already in the object store (every offset
+        at or below ``remote.highest_offset``, or below the log start offset); when the predicate
+        holds for its non-empty active segment, that segment is rolled so it can be copied, as Kafka
+        does.
+        """
         segments = self._segments
+        remote = self.remote if self._tiered_copy else None
         count = 0
+        roll_active = False
         for i, seg in enumerate(segments):
             nxt = segments[i + 1] if i + 1 < len(segments) else None
             upper = nxt.base_offset if nxt is not None else self._leo
             if self._hw < upper or (nxt is None and seg.size == 0) or not predicate(seg, nxt):
                 break
+            if remote is not None and upper - 1 > remote.highest_offset and self._log_start < upper:
+                roll_active = nxt is None
+                break
             count += 1
+        now = _now_ms() if now_ms is None else now_ms
+        if roll_active:
+            try:
+                self._roll(now)
+            except OSError as exc:
+                raise self._io_error("roll", exc, "roll") from exc
         if not count:
             return 0
-        now = _now_ms() if now_ms is None else now_ms
         try:
             if count == len(segments):
                 self._roll(now)  # a log always has an active segment
@@ -1049,7 +1117,8 @@ class PartitionLog:
         removed = self._segments[:count]
         del self._segments[:count]
         del self._bases[:count]
-        self._log_start = max(self._log_start, self._segments[0].base_offset)
+        if not self._tiered_copy:  # a tiered log's start stays: the records are in the object store
+            self._log_start = max(self._log_start, self._segments[0].base_offset)
         paths: list[str] = []
         for seg in removed:
             paths.extend(seg.rename_files(naming.DELETED_SUFFIX))
@@ -1059,13 +1128,14 @@ class PartitionLog:
         self._reposition_high_watermark()
         self._recount_aborted()
         log.info(
-            "%s: deleted %d segment(s) [%d, %d) due to %s; log start offset %d",
+            "%s: deleted %d segment(s) [%d, %d) due to %s; log start offset %d, local log start %d",
             self.directory,
             count,
             removed[0].base_offset,
             self._segments[0].base_offset,
             reason,
             self._log_start,
+            self.local_log_start_offset,
         )
 
     def take_expired_deletions(self, now_ms: int | None = None) -> list[str]:

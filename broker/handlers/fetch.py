@@ -35,6 +35,17 @@ Behavior:
   transactions overlapping the records returned (producer id, first offset),
   from the transaction index; read_uncommitted reads up to the high watermark
   and gets none. Control batches are returned as stored: clients skip them.
+- Tiered topics (KIP-405): a fetch_offset in [log start, local log start) is
+  only in the object store. A follower gets OFFSET_MOVED_TO_TIERED_STORAGE
+  with the log's bounds (it rebuilds its state from the remote metadata). For
+  a consumer, the first such partition of the request is read from the object
+  store (`broker.tiered.manager.RemoteLogManager.read`) and the answer is sent
+  when that read completes, at most ``remote.fetch.max.wait.ms`` later (then
+  with no records and no error, as Kafka's DelayedRemoteFetch); other such
+  partitions of the same request answer no records and no error. A failing
+  object store answers KAFKA_STORAGE_ERROR for that partition: retriable, every
+  client retries it (Kafka answers UNKNOWN_SERVER_ERROR, which the Java
+  consumer only logs and retries).
 Version notes: v7+ answer session_id 0 (no incremental fetch sessions) and
   ignore forgotten_topics_data; v11 adds rack_id and preferred_read_replica.
 - Follower fetches (replica_id >= 0) read up to the log end offset, not the
@@ -80,8 +91,10 @@ Leaves out: fetch sessions; replica selectors other than Kafka's rack-aware one.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Collection
+from dataclasses import dataclass
 from typing import Any
 
 from broker import leader_hints, registry
@@ -91,8 +104,11 @@ from broker.replica import TopicPartition
 from broker.replica.markers import aborted_in, bytes_below, last_stable_offset
 from broker.replica.selector import LEADER, preferred_read_replica
 from broker.security.acls import AclOperation, ResourceType
+from broker.tiered.manager import FAILURES as FETCH_FAILURES
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import validate_batches
+
+log = logging.getLogger("minikafka.fetch")
 
 API_KEY = 1
 READ_COMMITTED = 1
@@ -174,15 +190,29 @@ def _rack_of(ctx: RequestContext) -> Callable[[int], str | None]:
     return rack_of
 
 
+@dataclass(slots=True)
+class _RemoteRead:
+    """The partition of a consumer fetch to be read from the object store (its answer, filled in)."""
+
+    result: dict[str, Any]
+    part: Any
+    offset: int
+    max_bytes: int
+    min_one: bool
+    aborted_upper: int | None
+
+
 def _read(
     ctx: RequestContext,
     req: Any,
     names: list[str | None],
     forbidden: Collection[str | None],
     budget: int,
+    remote: list[_RemoteRead] | None = None,
 ) -> tuple[list[dict[str, Any]], int, bool, bool]:
     """(topic responses, record bytes in them, whether any partition answers an error, whether
-    any names a preferred read replica)."""
+    any names a preferred read replica). ``remote``: where a consumer fetch's read from the object
+    store is put (at most one; None: such partitions answer no records)."""
     broker = ctx.broker
     total = 0
     errored = redirected = False
@@ -243,6 +273,27 @@ def _read(
                     # with the log's bounds, so a follower below the log start knows where to restart
                     parts.append(_partition(p.partition, ErrorCode.OFFSET_OUT_OF_RANGE, hw, start, lso=lso))
                     errored = True
+                    continue
+                if plog.remote is not None and p.fetch_offset < plog.local_log_start_offset:
+                    if follower:
+                        code = ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
+                        parts.append(_partition(p.partition, code, hw, start, lso=lso))
+                        errored = True
+                        continue
+                    result = _partition(p.partition, 0, hw, start, b"", lso)
+                    parts.append(result)
+                    if remote is not None and not remote and broker.remote_logs is not None:
+                        left = budget - total
+                        remote.append(
+                            _RemoteRead(
+                                result,
+                                part,
+                                p.fetch_offset,
+                                min(p.partition_max_bytes, max(left, 0)),
+                                total == 0,
+                                lso if committed else None,
+                            )
+                        )
                     continue
                 if committed:
                     end = lso
@@ -312,10 +363,46 @@ def handle(ctx: RequestContext, req: Any) -> Any:
     forbidden = _forbidden(ctx, req, names)
     budget = _budget(ctx, req)
     min_bytes = min(req.min_bytes, budget)  # as Kafka (fetchMinBytes): never wait for more than may be sent
-    responses, total, errored, redirected = _read(ctx, req, names, forbidden, budget)
+    remote: list[_RemoteRead] = []
+    responses, total, errored, redirected = _read(ctx, req, names, forbidden, budget, remote)
+    if remote:
+        return _remote_read(ctx, req, responses, errored, remote[0])
     if errored or redirected or total >= min_bytes or req.max_wait_ms <= 0:
         return _answer(ctx, req, responses, errored)
     return _long_poll(ctx, req, names, forbidden, budget, min_bytes)
+
+
+async def _remote_read(
+    ctx: RequestContext, req: Any, responses: list[dict[str, Any]], errored: bool, read: _RemoteRead
+) -> dict[str, Any]:
+    """Answer once ``read`` is done, or after remote.fetch.max.wait.ms with no records for it."""
+    broker = ctx.broker
+    rlm = broker.remote_logs
+    result = read.result
+    try:
+        async with asyncio.timeout(broker.remote_fetch_max_wait_s):
+            data, aborted = await rlm.read(
+                read.part, read.offset, read.max_bytes, read.min_one, read.aborted_upper
+            )
+        result["records"] = data
+        if read.aborted_upper is not None:
+            result["aborted_transactions"] = [
+                {"producer_id": t.producer_id, "first_offset": t.first_offset} for t in aborted
+            ]
+        if broker.metrics is not None and data:
+            count = sum(h.record_count for h in validate_batches(data, check_crc=False))
+            served = "leader" if read.part.is_leader else "follower"
+            broker.metrics.fetched(read.part.topic, len(data), count, served)
+    except TimeoutError:
+        pass  # as Kafka: no records, no error; the consumer asks again
+    except KafkaError as exc:
+        result.update(_partition(result["partition_index"], exc.code))
+        errored = True
+    except FETCH_FAILURES as exc:
+        log.debug("remote read of %s-%d at %d failed: %s", read.part.topic, read.part.index, read.offset, exc)
+        result.update(_partition(result["partition_index"], ErrorCode.KAFKA_STORAGE_ERROR))
+        errored = True
+    return _answer(ctx, req, responses, errored)
 
 
 async def _long_poll(

@@ -1,8 +1,10 @@
 """ListOffsets: v1-10.
 
 Behavior:
-- timestamp -2 (earliest) and -4 (earliest local; with no tiered storage the
-  same): the log start offset, with the epoch it was written under.
+- timestamp -2 (earliest): the log start offset, with the epoch it was written
+  under; for a tiered topic that is the start of its remote part.
+- -4 (earliest local, KIP-405, v8+): the local log start offset of a tiered
+  topic (the first offset still on this broker's disk), else as -2.
 - -1 (latest): the high watermark; with isolation_level 1 (read_committed, v2+)
   the last stable offset
   for consumers, the log end offset for replicas (replica_id >= 0); answered
@@ -12,8 +14,10 @@ Behavior:
 - -3 (max timestamp, KIP-734): the first record carrying the largest timestamp
   in the log, with that timestamp; none below the high watermark (for
   read_committed: the last stable offset): -1, -1.
-- -5 (latest tiered, KIP-1005): no tiered storage here, so offset -1, as Kafka
-  answers when remote storage is off.
+- -5 (latest tiered, KIP-1005, v9+): the highest offset copied to remote
+  storage with its epoch; -1, -1 when nothing is yet, or the topic is not tiered.
+- A special timestamp the request version does not know (-3 before v7, -4
+  before v8, -5 before v9): UNSUPPORTED_VERSION, as Kafka.
 - Any other timestamp >= 0: the first offset whose timestamp is >= it, with that
   timestamp, from the time index; none below the high watermark (for
   read_committed: the last stable offset): -1, -1. Another negative
@@ -54,6 +58,8 @@ LATEST_TIERED = -5
 CONSUMER_REPLICA_ID = -1
 
 _NOTHING = (-1, -1, -1)
+# the first version that knows each special timestamp (Kafka's timestampMinSupportedVersion)
+_MIN_VERSION = {MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 
 
 def _lookup(ctx: RequestContext, req: Any, topic: str, p: Any) -> tuple[int, int, int]:
@@ -64,8 +70,13 @@ def _lookup(ctx: RequestContext, req: Any, topic: str, p: Any) -> tuple[int, int
     plog = part.log
     epochs = plog.leader_epochs
     timestamp = p.timestamp
+    if ctx.version < _MIN_VERSION.get(timestamp, 0):
+        raise KafkaError(
+            f"timestamp {timestamp} needs ListOffsets v{_MIN_VERSION[timestamp]}",
+            ErrorCode.UNSUPPORTED_VERSION,
+        )
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        start = plog.log_start_offset
+        start = plog.log_start_offset if timestamp == EARLIEST else plog.local_log_start_offset
         return -1, start, epochs.epoch_for_offset(start)
     consumer = req.replica_id < 0
     committed = consumer and ctx.version >= 2 and req.isolation_level == 1
@@ -77,7 +88,8 @@ def _lookup(ctx: RequestContext, req: Any, topic: str, p: Any) -> tuple[int, int
             return -1, last_stable_offset(part), part.leader_epoch
         return -1, plog.high_watermark, part.leader_epoch
     if timestamp == LATEST_TIERED:
-        return _NOTHING
+        highest = plog.remote.highest_offset if plog.remote is not None else -1
+        return (-1, highest, epochs.epoch_for_offset(highest)) if highest >= 0 else _NOTHING
     if timestamp == MAX_TIMESTAMP:
         found = plog.max_timestamp_record()
     elif timestamp < 0:

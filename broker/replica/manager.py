@@ -45,6 +45,7 @@ from protocol.control_records import build_marker_batch
 from protocol.errors import ErrorCode, KafkaError
 from protocol.records import BatchHeader, validate_batches
 from storage.log_manager import LogManager
+from storage.partition_log import PartitionLog
 
 log = logging.getLogger("minikafka.replicas")
 
@@ -411,12 +412,13 @@ class ReplicaManager:
         part.snapshot_offset = offset
         plog = part.log
         fs, directory = plog.fs, plog.directory
+        keep_above = _snapshots_kept_above(plog)
 
         def write() -> None:
             if plog.closed:  # deleted meanwhile (its directory name may already be reused)
                 return
             try:
-                write_snapshot(fs, directory, offset, data)
+                write_snapshot(fs, directory, offset, data, keep_above)
             except OSError as exc:  # the partition may have been deleted meanwhile
                 log.warning("producer snapshot %s at %d not written: %s", directory, offset, exc)
 
@@ -447,7 +449,7 @@ class ReplicaManager:
                 continue  # empty log, no producers: nothing to remember or replay
             state = part.producers or PartitionProducers()
             try:
-                write_snapshot(plog.fs, plog.directory, leo, state.to_snapshot())
+                write_snapshot(plog.fs, plog.directory, leo, state.to_snapshot(), _snapshots_kept_above(plog))
             except OSError as exc:
                 log.warning("producer snapshot of %s-%d not written: %s", part.topic, part.index, exc)
 
@@ -456,3 +458,8 @@ class ReplicaManager:
         self.close_waiters()
         self._snapshot_all_producers()
         self.logs.close()
+
+
+def _snapshots_kept_above(plog: PartitionLog) -> int | None:
+    """A tiered log keeps the producer snapshots of the segments not yet copied (`write_snapshot`)."""
+    return plog.remote.highest_offset + 1 if plog.remote is not None else None

@@ -1,0 +1,315 @@
+"""`RemoteLogManager`: tiered storage's tasks for the partitions hosted here (Kafka's RemoteLogManager).
+
+Built by the broker when ``remote.log.storage.system.enable`` is true; the logs
+of tiered topics carry a `storage.remote_state.RemoteLogState`.
+
+- Every ``remote.log.manager.task.interval.ms`` (and at once after `kick`, on
+  a leadership or topic-config change), one pass over the hosted tiered
+  partitions, up to ``remote.log.manager.thread.pool.size`` at a time:
+  - leader: on a new leader epoch, its remote metadata is loaded and the copied
+    offset found again (`broker.tiered.copier`); then closed segments are
+    copied and remote retention applied (`broker.tiered.expiration`);
+  - follower: the remote metadata is read so that the follower's highest remote
+    offset follows the leader's copies and its local retention can delete
+    what is safely remote (Kafka's RLMFollowerTask).
+- A partition whose pass failed (object store or metadata topic unreachable)
+  is tried again after a backoff doubling from
+  ``remote.log.manager.task.retry.backoff.ms`` up to
+  ``remote.log.manager.task.retry.backoff.max.ms``; the first failure and the
+  recovery are logged once each (state changes), and counted in `metrics`.
+- `read`: records of [log start, local log start) for the Fetch handler, from
+  the object store (`broker.tiered.reader`).
+
+Produce and local reads never wait on any of this: passes run as tasks on the
+loop, and every object-store call is asynchronous.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from broker.tiered.copier import LeaderState, copy_pass, highest_remote_offset
+from broker.tiered.expiration import expire_pass
+from broker.tiered.metadata_cache import RemoteLogMetadataCache, RemoteLogMetadataStore
+from broker.tiered.metadata_records import (
+    SegmentMetadata,
+    SegmentMetadataUpdate,
+    SegmentState,
+    TopicIdPartition,
+)
+from broker.tiered.metadata_topic import MetadataTopic, MetadataUnavailable
+from broker.tiered.object_store import ObjectStore, ObjectStoreError
+from broker.tiered.reader import RemoteReader, segment_ref
+from broker.tiered.segment_store import RemoteSegmentStore
+from protocol.errors import ErrorCode, KafkaError
+from storage.txn_index import AbortedTxn
+
+if TYPE_CHECKING:
+    from broker.cluster.view import ClusterView, TopicAdmin
+    from broker.replica import ReplicaManager, TopicPartition
+    from broker.replica.partition import Partition
+    from broker.txn.broker_links import BrokerLinks
+
+log = logging.getLogger("minikafka.tiered")
+
+FAILURES = (ObjectStoreError, MetadataUnavailable, OSError)
+
+
+@dataclass
+class TieredMetrics:
+    """Counters of the remote log manager (Kafka's RemoteCopy*/RemoteFetch*/RemoteDelete* meters)."""
+
+    copy_requests: int = 0
+    copy_errors: int = 0
+    copy_bytes: int = 0
+    fetch_requests: int = 0
+    fetch_errors: int = 0
+    fetch_bytes: int = 0
+    delete_requests: int = 0
+    delete_errors: int = 0
+    store_available: bool = True
+
+
+@dataclass
+class _Retry:
+    at: float = 0.0
+    backoff_s: float = 0.0
+
+
+class RemoteLogManager:
+    def __init__(
+        self,
+        *,
+        node_id: int,
+        replicas: ReplicaManager,
+        cluster: ClusterView,
+        admin: TopicAdmin,
+        links: BrokerLinks,
+        store: ObjectStore,
+        key_prefix: str,
+        interval_s: float,
+        pool_size: int,
+        retry_backoff_s: float,
+        retry_backoff_max_s: float,
+        metadata_partitions: int,
+        metadata_replication_factor: int,
+        metadata_timeout_s: float,
+    ) -> None:
+        self.node_id = node_id
+        self.replicas = replicas
+        self.cluster = cluster
+        self.store = store
+        self.segments = RemoteSegmentStore(store, key_prefix)
+        self.metadata_store = RemoteLogMetadataStore()
+        self.metadata = MetadataTopic(
+            links=links,
+            cluster=cluster,
+            admin=admin,
+            store=self.metadata_store,
+            num_partitions=metadata_partitions,
+            replication_factor=metadata_replication_factor,
+            timeout_s=metadata_timeout_s,
+        )
+        self.reader = RemoteReader(self.segments)
+        self.metrics = TieredMetrics()
+        self.interval_s = interval_s
+        self.retry_backoff_s = retry_backoff_s
+        self.retry_backoff_max_s = retry_backoff_max_s
+        self._slots = asyncio.Semaphore(max(1, pool_size))
+        self._leaders: dict[TopicPartition, LeaderState] = {}
+        self._retries: dict[TopicPartition, _Retry] = {}
+        self._kicked = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="remote-log-manager")
+
+    def kick(self) -> None:
+        """Run a pass now (leadership or a topic's tiering changed)."""
+        self._kicked.set()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self.metadata.close()
+        self.store.close()
+
+    async def _run(self) -> None:
+        while True:
+            self._kicked.clear()
+            try:
+                await self._pass()
+            except Exception:
+                log.exception("remote log manager pass failed")
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._next_wait()):
+                    await self._kicked.wait()
+
+    def _next_wait(self) -> float:
+        now = time.monotonic()
+        soonest = min((r.at for r in self._retries.values() if r.at > now), default=now + self.interval_s)
+        return max(0.01, min(self.interval_s, soonest - now))
+
+    # -- passes ---------------------------------------------------------------------------------
+    async def _pass(self) -> None:
+        hosted = set()
+        work = []
+        now = time.monotonic()
+        for part in self.replicas.partitions():
+            tp = (part.topic, part.index)
+            if part.log.remote is None or part.log.offline or part.log.closed:
+                continue
+            hosted.add(tp)
+            retry = self._retries.get(tp)
+            if retry is not None and retry.at > now:
+                continue
+            work.append(self._partition_pass(part))
+        for tp in [tp for tp in self._leaders if tp not in hosted]:
+            del self._leaders[tp]
+        if work:
+            await asyncio.gather(*work)
+
+    async def _partition_pass(self, part: Partition) -> None:
+        tp = (part.topic, part.index)
+        async with self._slots:
+            try:
+                tip = self.tip(part)
+                if part.is_leader:
+                    state = self._leaders.get(tp)
+                    if state is None or state.leader_epoch != part.leader_epoch or state.tip != tip:
+                        state = await self._become_leader(part, tip)
+                    await copy_pass(self, part, state)
+                    await expire_pass(self, part, state)
+                else:
+                    self._leaders.pop(tp, None)
+                    await self._follow(part, tip)
+            except FAILURES as exc:
+                self._failed(tp, exc)
+                return
+            except KafkaError as exc:  # the partition went away or changed under the pass
+                log.debug("%s-%d: tiered pass stopped: %s", part.topic, part.index, exc)
+                return
+        self._retries.pop(tp, None)
+        if not self.metrics.store_available:
+            log.info("remote storage available again")
+            self.metrics.store_available = True
+
+    def _failed(self, tp: TopicPartition, exc: BaseException) -> None:
+        retry = self._retries.setdefault(tp, _Retry())
+        retry.backoff_s = min(self.retry_backoff_max_s, max(self.retry_backoff_s, retry.backoff_s * 2))
+        retry.at = time.monotonic() + retry.backoff_s
+        if self.metrics.store_available:
+            log.warning("remote storage unavailable (%s-%d: %s); retrying with backoff", *tp, exc)
+            self.metrics.store_available = False
+        else:
+            log.debug("%s-%d: %s; next try in %.1fs", *tp, exc, retry.backoff_s)
+
+    async def _become_leader(self, part: Partition, tip: TopicIdPartition) -> LeaderState:
+        await self.metadata.load(tip)
+        plog = part.log
+        copied = highest_remote_offset(plog.leader_epochs, plog.log_end_offset, self.cache(tip))
+        state = LeaderState(tip, part.leader_epoch, copied_offset=copied)
+        if plog.remote is not None:
+            plog.remote.update_highest(copied)
+        self._leaders[(part.topic, part.index)] = state
+        log.info(
+            "%s-%d: tiered as leader (epoch %d), copied up to %d",
+            part.topic,
+            part.index,
+            part.leader_epoch,
+            copied,
+        )
+        return state
+
+    async def _follow(self, part: Partition, tip: TopicIdPartition) -> None:
+        await self.metadata.load(tip)
+        plog = part.log
+        if plog.remote is not None:
+            plog.remote.update_highest(
+                highest_remote_offset(plog.leader_epochs, plog.log_end_offset, self.cache(tip))
+            )
+
+    async def delete_segment(self, md: SegmentMetadata, *, best_effort: bool = False) -> None:
+        """DELETE_SEGMENT_STARTED, the objects, DELETE_SEGMENT_FINISHED. ``best_effort``: failures are
+        logged, not raised (cleaning up after a failed copy)."""
+
+        def update(state: SegmentState) -> SegmentMetadataUpdate:
+            return SegmentMetadataUpdate(
+                md.tip, md.segment_id, self.node_id, time.time_ns() // 1_000_000, None, state
+            )
+
+        self.metrics.delete_requests += 1
+        try:
+            await self.metadata.publish(update(SegmentState.DELETE_SEGMENT_STARTED))
+            await self.segments.delete(segment_ref(md))
+            self.reader.forget(md.segment_id)
+            await self.metadata.publish(update(SegmentState.DELETE_SEGMENT_FINISHED))
+        except FAILURES as exc:
+            self.metrics.delete_errors += 1
+            if not best_effort:
+                raise
+            log.warning(
+                "segment %s of %s-%d not cleaned up: %s", md.segment_id, md.tip.topic, md.tip.partition, exc
+            )
+
+    # -- reads ----------------------------------------------------------------------------------
+    def cache(self, tip: TopicIdPartition) -> RemoteLogMetadataCache:
+        """The partition's remote segments as read from the metadata topic (empty if none)."""
+        return self.metadata_store.cache(tip) or RemoteLogMetadataCache(tip)
+
+    def tip(self, part: Partition) -> TopicIdPartition:
+        state = self.cluster.topic(part.topic)
+        if state is None:
+            raise KafkaError(f"unknown topic {part.topic}", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return TopicIdPartition(part.topic, state.topic_id, part.index)
+
+    async def read(
+        self, part: Partition, offset: int, max_bytes: int, min_one: bool, aborted_upper: int | None
+    ) -> tuple[bytes | memoryview, list[AbortedTxn]]:
+        """Records from ``offset`` (in [log start, local log start)) from the object store, and with
+        ``aborted_upper`` (read_committed) the aborted transactions overlapping [offset, it).
+        OFFSET_OUT_OF_RANGE if no remote segment holds ``offset``; `ObjectStoreError` if the store fails."""
+        tip = self.tip(part)
+        await self.metadata.load(tip)
+        cache = self.cache(tip)
+        plog = part.log
+        self.metrics.fetch_requests += 1
+        try:
+            while offset < plog.local_log_start_offset:
+                epoch = plog.leader_epochs.epoch_for_offset(offset)
+                md = cache.segment_for(epoch, offset)
+                if md is None:
+                    raise KafkaError(
+                        f"no remote segment of {part.topic}-{part.index} holds offset {offset}",
+                        ErrorCode.OFFSET_OUT_OF_RANGE,
+                    )
+                data = await self.reader.read(md, offset, max_bytes, min_one)
+                if data:
+                    self.metrics.fetch_bytes += len(data)
+                    aborted = (
+                        await self.reader.aborted(md, offset, aborted_upper)
+                        if aborted_upper is not None
+                        else []
+                    )
+                    return data, aborted
+                offset = md.end_offset + 1
+        except FAILURES:
+            self.metrics.fetch_errors += 1
+            raise
+        result = plog.read(offset, max_bytes, min_one_batch=min_one)
+        return result.data, []
+
+    def remote_size(self, part: Partition) -> int:
+        """Bytes of the partition's finished remote segments (0 if not known here)."""
+        try:
+            return self.cache(self.tip(part)).total_finished_bytes()
+        except KafkaError:
+            return 0

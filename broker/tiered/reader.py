@@ -1,0 +1,191 @@
+"""Reading records below the local log start from the object store (Kafka's RemoteLogReader).
+
+`RemoteReader.read(segment, offset, max_bytes, min_one)` returns whole record
+batches of one remote segment, from the batch holding ``offset``: as many as
+fit in ``max_bytes``, at least one when ``min_one`` (even if larger), none when
+the segment has no batch at or after ``offset``. The caller finds the segment
+(`RemoteLogMetadataCache.segment_for`) and goes on to the next one when a
+segment has nothing more.
+
+How: the segment's offset index (fetched once per segment, kept in a small
+LRU) gives the byte position of the last indexed batch at or below ``offset``;
+the `.log` object is read in aligned chunks of ``chunk_bytes`` through an LRU
+chunk cache of ``cache_bytes``, and the chunk after the last one used is
+fetched in the background (read-ahead), so a consumer reading a remote segment
+from start to end waits for about one object-store round trip per chunk at
+most once. No per-record work: batch headers are walked, records are not
+decoded.
+
+Failures of the object store raise `ObjectStoreError` (the fetch handler
+answers it with a retriable error code); a missing object (deleted by
+retention meanwhile) raises `ObjectNotFound`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable
+
+import numpy as np
+
+from broker.tiered.metadata_records import SegmentMetadata
+from broker.tiered.segment_store import (
+    IndexType,
+    RemoteResourceNotFound,
+    RemoteSegmentRef,
+    RemoteSegmentStore,
+)
+from protocol.records import RECORD_BATCH_OVERHEAD, read_header
+from storage.txn_index import AbortedTxn, iter_entries
+
+log = logging.getLogger("minikafka.tiered")
+
+CHUNK_BYTES = 4 << 20
+CACHE_BYTES = 64 << 20
+INDEX_ENTRIES_KEPT = 64  # segments whose offset index is kept
+
+_OFFSET_ENTRY = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
+
+
+def segment_ref(md: SegmentMetadata) -> RemoteSegmentRef:
+    tip = md.tip
+    return RemoteSegmentRef(tip.topic, tip.topic_id, tip.partition, md.segment_id, md.start_offset)
+
+
+class RemoteReader:
+    def __init__(
+        self, segments: RemoteSegmentStore, *, chunk_bytes: int = CHUNK_BYTES, cache_bytes: int = CACHE_BYTES
+    ) -> None:
+        self.segments = segments
+        self.chunk_bytes = chunk_bytes
+        self.max_chunks = max(2, cache_bytes // chunk_bytes)
+        self._chunks: OrderedDict[tuple[object, int], asyncio.Future[bytes]] = OrderedDict()
+        self._indexes: OrderedDict[object, np.ndarray] = OrderedDict()
+        self._txns: OrderedDict[object, list[AbortedTxn]] = OrderedDict()
+        self.bytes_read = 0  # from the object store, for metrics
+
+    async def read(self, md: SegmentMetadata, offset: int, max_bytes: int, min_one: bool) -> bytes:
+        ref = segment_ref(md)
+        size = md.size_in_bytes
+        position = await self._position_of(ref, md, offset)
+        # one window from the indexed position: the batches before ``offset`` plus max_bytes
+        window = await self._range(ref, size, position, max(max_bytes, 1) + self.chunk_bytes)
+        pos = 0
+        first = last = -1  # window positions of the batches returned
+        while pos + RECORD_BATCH_OVERHEAD <= len(window):
+            h = read_header(window, pos)
+            end = pos + h.size
+            if h.last_offset >= offset:
+                if first < 0:
+                    if h.size > max_bytes and not min_one:
+                        return b""
+                    first = pos
+                elif end - first > max_bytes:
+                    break
+                if end > len(window):  # a batch larger than the window
+                    if last >= 0:
+                        break
+                    return await self._range(ref, size, position + pos, h.size)
+                last = end
+                if end - first >= max_bytes:
+                    break
+            pos = end
+        return window[first:last] if first >= 0 and last > first else b""
+
+    async def aborted(self, md: SegmentMetadata, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions of the segment overlapping [fetch_offset, upper_bound)."""
+        ref = segment_ref(md)
+        txns = self._txns.get(md.segment_id)
+        if txns is None:
+            try:
+                data = await self.segments.fetch_index(ref, IndexType.TRANSACTION)
+            except RemoteResourceNotFound:  # the segment had no aborted transaction
+                data = b""
+            txns = [txn for _, txn in iter_entries(data)]
+            self._txns[md.segment_id] = txns
+            while len(self._txns) > INDEX_ENTRIES_KEPT:
+                self._txns.popitem(last=False)
+        return [t for t in txns if t.last_offset >= fetch_offset and t.first_offset < upper_bound]
+
+    async def _position_of(self, ref: RemoteSegmentRef, md: SegmentMetadata, offset: int) -> int:
+        entries = self._indexes.get(md.segment_id)
+        if entries is None:
+            data = await self.segments.fetch_index(ref, IndexType.OFFSET)
+            usable = len(data) - len(data) % _OFFSET_ENTRY.itemsize
+            entries = np.frombuffer(data[:usable], dtype=_OFFSET_ENTRY)
+            self._indexes[md.segment_id] = entries
+            while len(self._indexes) > INDEX_ENTRIES_KEPT:
+                self._indexes.popitem(last=False)
+        else:
+            self._indexes.move_to_end(md.segment_id)
+        if not len(entries):
+            return 0
+        i = int(np.searchsorted(entries["relative_offset"], offset - md.start_offset, side="right")) - 1
+        return int(entries["position"][i]) if i >= 0 else 0
+
+    async def _range(self, ref: RemoteSegmentRef, size: int, start: int, length: int) -> bytes:
+        """``length`` bytes of the segment's `.log` from ``start`` (clipped at its end), via the chunk cache;
+        the chunk after the last one read is fetched in the background."""
+        end = min(start + length, size)
+        parts = []
+        at = start
+        while at < end:
+            index = at // self.chunk_bytes
+            chunk = await self._chunk(ref, size, index)
+            offset = at - index * self.chunk_bytes
+            piece = chunk[offset : offset + (end - at)]
+            parts.append(piece)
+            at += len(piece)
+            if not piece:
+                break
+        self._read_ahead(ref, size, (end - 1) // self.chunk_bytes + 1)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _chunk(self, ref: RemoteSegmentRef, size: int, index: int) -> Awaitable[bytes]:
+        key = (ref.segment_id, index)
+        fut = self._chunks.get(key)
+        if fut is not None:
+            self._chunks.move_to_end(key)
+            if fut.done() and fut.exception() is not None:
+                del self._chunks[key]  # a failed read is tried again, not cached
+            else:
+                return fut
+        start = index * self.chunk_bytes
+        end = min(start + self.chunk_bytes, size)
+        fut = asyncio.ensure_future(self._fetch(ref, start, end))
+        self._chunks[key] = fut
+        while len(self._chunks) > self.max_chunks:
+            _, old = self._chunks.popitem(last=False)
+            if not old.done():
+                old.add_done_callback(_consume)
+        return fut
+
+    async def _fetch(self, ref: RemoteSegmentRef, start: int, end: int) -> bytes:
+        data = await self.segments.fetch(ref, start, end)
+        self.bytes_read += len(data)
+        return data
+
+    def _read_ahead(self, ref: RemoteSegmentRef, size: int, index: int) -> None:
+        if index * self.chunk_bytes >= size or (ref.segment_id, index) in self._chunks:
+            return
+        fut = self._chunk(ref, size, index)
+        if isinstance(fut, asyncio.Future):
+            fut.add_done_callback(_consume)
+
+    def forget(self, segment_id: object) -> None:
+        """Drop what is cached of a deleted segment."""
+        self._indexes.pop(segment_id, None)
+        self._txns.pop(segment_id, None)
+        for key in [k for k in self._chunks if k[0] == segment_id]:
+            fut = self._chunks.pop(key)
+            if not fut.done():
+                fut.add_done_callback(_consume)
+
+
+def _consume(fut: asyncio.Future[bytes]) -> None:
+    """Retrieve a background read's exception so asyncio does not log it as never retrieved."""
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        fut.exception()
