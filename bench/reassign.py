@@ -18,7 +18,13 @@ records written by kcat with acks=1) on brokers 1 and 2.
   rate counts at least ten one-second windows, so a fresh throttle admits a
   burst), and the p99 of an acks=all
   producer (200 records/s to an RF 3 topic, in a process of its own) during
-  the move against the same producer with nothing moving.
+  the move against the same producer with nothing moving. Both windows
+  start with the kernel's dirty pages written out (``os.sync``): the record
+  file and the copies made before the throttled move (three times ``MB``)
+  would otherwise reach the disk 30 s after they were written
+  (``vm.dirty_expire_centisecs``), inside the move's window, and every
+  acks=all fsync waits behind that burst (measured: 70-180 MB bursts, fsyncs
+  of 80-150 ms), which is the setup's cost, not the move's.
 
 Run alone: ``python -m bench.reassign [--mb N]``.
 """
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import os
 import sys
 import tempfile
 import threading
@@ -205,6 +212,7 @@ def run(mb: int = 200) -> list[Row]:
             wait_for_leaders(c.bootstrap, TOPIC, 1, 2)
             wait_for_leaders(c.bootstrap, "acks", 1, 3)
 
+            os.sync()
             with Latencies(c.bootstrap, "acks") as quiet:
                 time.sleep(15)
             c.pause(2)  # its fetcher stops where it is; its ZooKeeper session outlives the pause
@@ -225,6 +233,7 @@ def run(mb: int = 200) -> list[Row]:
                 unthrottled = growth.copy_rate(size)
                 time.sleep(5)  # broker 2 deletes its replica
                 _throttle(confluent, [1, 2, 3], THROTTLE, "0:1,0:3", "0:2")
+                os.sync()
                 with Latencies(c.bootstrap, "acks") as moving, Growth(c, 2) as growth:
                     _move(admin, [1, 2], poll_s=1.0)  # the producer beside it shares this process
                 throttled = growth.steady_rate()

@@ -706,6 +706,16 @@ class PartitionLog:
             rolled=rolled,
         )
 
+    def write_back(self, min_bytes: int) -> bool:
+        """Start the disk writeback of the active segment's bytes appended since the last call, once
+        there are at least ``min_bytes`` of them (`File.write_back`: no waiting, nothing made
+        durable); True if it started one. For a bulk copy beside acks=all producers (a throttled
+        reassignment's follower): its bytes go to disk as they arrive instead of in one burst
+        that every fsync on the filesystem waits behind. A closed or offline log does nothing."""
+        if self._closed or self._offline is not None:
+            return False
+        return self._segments[-1].log_file.write_back(min_bytes)
+
     def _should_roll(self, size: int, last_offset: int, now_ms: int) -> bool:
         seg = self._segments[-1]
         if seg.is_empty:

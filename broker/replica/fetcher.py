@@ -15,7 +15,9 @@ link's frame buffer. For every partition it follows from that leader:
 2. Then fetch from our LEO with the leader epoch we know (fenced requests come
    back FENCED/UNKNOWN_LEADER_EPOCH or NOT_LEADER_OR_FOLLOWER: wait for the
    cluster metadata to move), append the leader's batches as they are
-   (`ReplicaManager.follower_append`), HW = min(leader HW, own LEO).
+   (`ReplicaManager.follower_append`), HW = min(leader HW, own LEO). A
+   partition copied under the follower throttle has its bytes written back
+   to disk as they arrive (``throttled``), not left for the kernel's flusher.
    A follower whose end is below the leader's log start offset (the leader's
    retention ran while it was down) drops its log and starts empty at the
    leader's log start (`PartitionLog.truncate_fully_and_start_at`), or at
@@ -259,11 +261,12 @@ class ReplicaFetcher:
                     continue
                 records = r.records  # a writable view into the response frame: appended without a copy
                 throttles = self.replicas.throttles
-                if (  # Kafka counts every throttled partition's bytes, in sync or not
+                counted = bool(  # Kafka counts every throttled partition's bytes, in sync or not
                     records
                     and throttles.follower.rate is not None
                     and throttles.follower_counts(self.replicas.logs.topic_overrides(part.topic), part.index)
-                ):
+                )
+                if counted:
                     throttles.follower.record(len(records))
                 if records:
                     headers = validate_batches(records)
@@ -273,7 +276,9 @@ class ReplicaFetcher:
                     ):
                         # we started at the leader's log start, which lies inside this batch: start at the batch
                         plog.truncate_fully_and_start_at(first.base_offset, now_ms)
-                    self.replicas.follower_append(part, records, headers, r.high_watermark, now_ms)
+                    self.replicas.follower_append(
+                        part, records, headers, r.high_watermark, now_ms, throttled=counted
+                    )
                 else:
                     self.replicas.follower_append(part, bytearray(), [], r.high_watermark, now_ms)
         if backoff:

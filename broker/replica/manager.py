@@ -51,6 +51,10 @@ log = logging.getLogger("minikafka.replicas")
 
 TopicPartition = tuple[str, int]
 
+COPY_WRITEBACK_BYTES = 1 << 20
+"""How much of a throttled copy may wait in the page cache before its writeback starts: at most
+a few milliseconds of the disk's time when the kernel gets to it."""
+
 
 @dataclass(frozen=True, slots=True)
 class AppendOutcome:
@@ -347,12 +351,23 @@ class ReplicaManager:
         headers: list[BatchHeader],
         leader_hw: int,
         now_ms: int,
+        *,
+        throttled: bool = False,
     ) -> None:
-        """Append batches fetched from the leader, then HW = min(leader HW, own LEO) (never backwards)."""
+        """Append batches fetched from the leader, then HW = min(leader HW, own LEO) (never backwards).
+
+        ``throttled``: the partition's copy counts against the follower throttle (a
+        reassignment's): its bytes start for the disk every `COPY_WRITEBACK_BYTES`
+        (`PartitionLog.write_back`), so that a copy lasting longer than the kernel
+        keeps dirty pages (30 s) does not reach the disk in one burst that stalls
+        every fsync on the filesystem, acks=all produces' included.
+        """
         plog = part.log
         if headers:
             producers = part.producer_state()
             result = plog.append_as_follower(buf, headers, now_ms)
+            if throttled:
+                plog.write_back(COPY_WRITEBACK_BYTES)
             if result.rolled:
                 self.snapshot_producers(part, result.base_offset)
             transactional = False

@@ -9,7 +9,7 @@ import pytest
 from storage import naming
 from storage.checkpoint import CorruptCheckpointError, format_checkpoint, read_offsets, write_offsets
 from storage.config import LogConfig
-from storage.fs import FaultyFileSystem, FileSystem, reserve_blocks
+from storage.fs import PAGE_SIZE, FaultyFileSystem, File, FileSystem, reserve_blocks
 from storage.leader_epoch import LeaderEpochCache
 
 # -- naming ----------------------------------------------------------------------------------
@@ -358,3 +358,30 @@ def test_view_maps_the_files_bytes_and_outlives_the_file(tmp_path) -> None:
     f.close()
     os.unlink(path)  # as retention or the cleaner do while a response is queued
     assert bytes(second[-3:]) == b"bbb" and bytes(first[:3]) == b"aaa"
+
+
+class _WritebackRecorder(FileSystem):
+    def __init__(self) -> None:
+        super().__init__()
+        self.started: list[tuple[int, int]] = []
+
+    def _start_writeback(self, file: File, pos: int, length: int) -> bool:
+        self.started.append((pos, length))
+        return super()._start_writeback(file, pos, length)
+
+
+def test_write_back_starts_on_whole_new_pages_once_there_are_enough(tmp_path) -> None:
+    fs = _WritebackRecorder()
+    f = fs.open(str(tmp_path / "f"))
+    f.write(b"x" * (PAGE_SIZE + 10))
+    assert not f.write_back(2 * PAGE_SIZE) and fs.started == []  # one whole page: fewer than asked for
+    f.write(b"x" * (2 * PAGE_SIZE))
+    assert f.write_back(2 * PAGE_SIZE) and fs.started == [(0, 3 * PAGE_SIZE)]  # the partial 4th page waits
+    assert not f.write_back(0)  # nothing new
+    f.write(b"x" * PAGE_SIZE)
+    assert f.write_back(0) and fs.started[-1] == (3 * PAGE_SIZE, PAGE_SIZE)
+    f.truncate(PAGE_SIZE + 1)  # bytes rewritten after a truncation are written back again
+    f.write(b"y" * (3 * PAGE_SIZE))
+    assert f.write_back(0) and fs.started[-1] == (PAGE_SIZE, 3 * PAGE_SIZE)
+    assert f.pread(4 * PAGE_SIZE + 1, 0) == b"x" * (PAGE_SIZE + 1) + b"y" * (3 * PAGE_SIZE)
+    f.close()
