@@ -60,8 +60,9 @@ class ObjectStore(Protocol):
         """
         ...
 
-    async def get_range(self, key: str, start: int, end: int) -> bytes:
-        """Bytes ``[start, end)`` of the object (clamped to its size); `ObjectNotFound` if absent."""
+    async def get_range(self, key: str, start: int, end: int) -> bytes | memoryview:
+        """Bytes ``[start, end)`` of the object (clamped to its size); `ObjectNotFound` if absent.
+        A memoryview when the client's own buffer can be handed out without a copy."""
         ...
 
     async def get(self, key: str) -> bytes:

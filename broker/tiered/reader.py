@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable
 
 import numpy as np
 
@@ -45,6 +44,8 @@ log = logging.getLogger("minikafka.tiered")
 
 CHUNK_BYTES = 4 << 20
 CACHE_BYTES = 64 << 20
+READ_AHEAD = 4  # chunks fetched ahead of a sequential reader
+INDEX_SLACK = 64 << 10  # more than index.interval.bytes: the bytes before ``offset`` in a read
 INDEX_ENTRIES_KEPT = 64  # segments whose offset index is kept
 
 _OFFSET_ENTRY = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
@@ -62,17 +63,20 @@ class RemoteReader:
         self.segments = segments
         self.chunk_bytes = chunk_bytes
         self.max_chunks = max(2, cache_bytes // chunk_bytes)
-        self._chunks: OrderedDict[tuple[object, int], asyncio.Future[bytes]] = OrderedDict()
+        self._chunks: OrderedDict[tuple[object, int], asyncio.Future[bytes | memoryview]] = OrderedDict()
         self._indexes: OrderedDict[object, np.ndarray] = OrderedDict()
         self._txns: OrderedDict[object, list[AbortedTxn]] = OrderedDict()
         self.bytes_read = 0  # from the object store, for metrics
 
-    async def read(self, md: SegmentMetadata, offset: int, max_bytes: int, min_one: bool) -> bytes:
+    async def read(
+        self, md: SegmentMetadata, offset: int, max_bytes: int, min_one: bool
+    ) -> bytes | memoryview:
         ref = segment_ref(md)
         size = md.size_in_bytes
         position = await self._position_of(ref, md, offset)
-        # one window from the indexed position: the batches before ``offset`` plus max_bytes
-        window = await self._range(ref, size, position, max(max_bytes, 1) + self.chunk_bytes)
+        # one window from the indexed position: the few batches before ``offset`` (the offset index
+        # is sparse) plus max_bytes; a first batch larger than that is read on its own below
+        window = memoryview(await self._range(ref, size, position, max(max_bytes, 1) + INDEX_SLACK))
         pos = 0
         first = last = -1  # window positions of the batches returned
         while pos + RECORD_BATCH_OVERHEAD <= len(window):
@@ -126,66 +130,65 @@ class RemoteReader:
         i = int(np.searchsorted(entries["relative_offset"], offset - md.start_offset, side="right")) - 1
         return int(entries["position"][i]) if i >= 0 else 0
 
-    async def _range(self, ref: RemoteSegmentRef, size: int, start: int, length: int) -> bytes:
-        """``length`` bytes of the segment's `.log` from ``start`` (clipped at its end), via the chunk cache;
-        the chunk after the last one read is fetched in the background."""
+    async def _range(self, ref: RemoteSegmentRef, size: int, start: int, length: int) -> bytes | memoryview:
+        """``length`` bytes of the segment's `.log` from ``start`` (clipped at its end), via the chunk cache
+        (a view when they lie in one chunk); the `READ_AHEAD` chunks after the last one read are
+        fetched in the background."""
         end = min(start + length, size)
-        parts = []
+        parts: list[memoryview] = []
         at = start
         while at < end:
             index = at // self.chunk_bytes
-            chunk = await self._chunk(ref, size, index)
+            chunk = await asyncio.shield(self._chunk(ref, size, index))
             offset = at - index * self.chunk_bytes
-            piece = chunk[offset : offset + (end - at)]
-            parts.append(piece)
-            at += len(piece)
+            piece = memoryview(chunk)[offset : offset + (end - at)]
             if not piece:
                 break
-        self._read_ahead(ref, size, (end - 1) // self.chunk_bytes + 1)
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+            parts.append(piece)
+            at += len(piece)
+        last = (end - 1) // self.chunk_bytes
+        for ahead in range(last + 1, last + 1 + READ_AHEAD):
+            self._read_ahead(ref, size, ahead)
+        if len(parts) == 1:
+            return parts[0]
+        return b"".join(parts)
 
-    def _chunk(self, ref: RemoteSegmentRef, size: int, index: int) -> Awaitable[bytes]:
+    def _chunk(self, ref: RemoteSegmentRef, size: int, index: int) -> asyncio.Future[bytes | memoryview]:
         key = (ref.segment_id, index)
         fut = self._chunks.get(key)
         if fut is not None:
             self._chunks.move_to_end(key)
-            if fut.done() and fut.exception() is not None:
+            if fut.done() and (fut.cancelled() or fut.exception() is not None):
                 del self._chunks[key]  # a failed read is tried again, not cached
             else:
                 return fut
         start = index * self.chunk_bytes
         end = min(start + self.chunk_bytes, size)
         fut = asyncio.ensure_future(self._fetch(ref, start, end))
+        fut.add_done_callback(_consume)
         self._chunks[key] = fut
         while len(self._chunks) > self.max_chunks:
-            _, old = self._chunks.popitem(last=False)
-            if not old.done():
-                old.add_done_callback(_consume)
+            self._chunks.popitem(last=False)
         return fut
 
-    async def _fetch(self, ref: RemoteSegmentRef, start: int, end: int) -> bytes:
+    async def _fetch(self, ref: RemoteSegmentRef, start: int, end: int) -> bytes | memoryview:
         data = await self.segments.fetch(ref, start, end)
         self.bytes_read += len(data)
         return data
 
     def _read_ahead(self, ref: RemoteSegmentRef, size: int, index: int) -> None:
-        if index * self.chunk_bytes >= size or (ref.segment_id, index) in self._chunks:
-            return
-        fut = self._chunk(ref, size, index)
-        if isinstance(fut, asyncio.Future):
-            fut.add_done_callback(_consume)
+        if index * self.chunk_bytes < size and (ref.segment_id, index) not in self._chunks:
+            self._chunk(ref, size, index)
 
     def forget(self, segment_id: object) -> None:
         """Drop what is cached of a deleted segment."""
         self._indexes.pop(segment_id, None)
         self._txns.pop(segment_id, None)
         for key in [k for k in self._chunks if k[0] == segment_id]:
-            fut = self._chunks.pop(key)
-            if not fut.done():
-                fut.add_done_callback(_consume)
+            del self._chunks[key]
 
 
-def _consume(fut: asyncio.Future[bytes]) -> None:
+def _consume(fut: asyncio.Future[bytes | memoryview]) -> None:
     """Retrieve a background read's exception so asyncio does not log it as never retrieved."""
     with contextlib.suppress(asyncio.CancelledError, Exception):
         fut.exception()

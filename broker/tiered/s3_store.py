@@ -156,14 +156,15 @@ class S3ObjectStore:
             self._fail("put", key, exc)
         return size
 
-    async def get_range(self, key: str, start: int, end: int) -> bytes:
+    async def get_range(self, key: str, start: int, end: int) -> bytes | memoryview:
         check_key(key)
         check_range(start, end)
         if start == end:
             return b""
         store = self._client()
         try:
-            return bytes(await obstore.get_range_async(store, key, start=start, end=end))
+            # obstore's Bytes exports its buffer: a view, not a copy of megabytes
+            return memoryview(await obstore.get_range_async(store, key, start=start, end=end))
         except (BaseError, FileNotFoundError) as exc:
             # object_store has no status attribute: 416 is only in the message ("status code: 416").
             if "status code: 416" in str(exc):

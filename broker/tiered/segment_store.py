@@ -286,7 +286,7 @@ class RemoteSegmentStore:
         while len(self._manifests) > self._cache_size:
             self._manifests.popitem(last=False)
 
-    async def fetch(self, ref: RemoteSegmentRef, start: int, end: int | None = None) -> bytes:
+    async def fetch(self, ref: RemoteSegmentRef, start: int, end: int | None = None) -> bytes | memoryview:
         """Bytes ``[start, end)`` of the segment's ``.log`` (``end`` None: to its end; clamped to its size).
 
         With ``end`` None the size comes from the manifest (one cached read).
@@ -308,7 +308,7 @@ class RemoteSegmentStore:
         data = await self.store.get_range(self._key(ref, INDEXES_SUFFIX), position, position + size)
         if len(data) != size:
             raise ObjectStoreError(f"{self._key(ref, INDEXES_SUFFIX)}: {kind.value} index cut short")
-        return data
+        return bytes(data)
 
     # -- delete ----------------------------------------------------------------------------------
 
