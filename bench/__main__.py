@@ -24,7 +24,9 @@ Suites (`--suites`, default all), each printing its own table:
   AddPartitionsToTxn and EndTxn), read_committed consume beside read_uncommitted;
 - `security` (bench/security.py): kcat over SASL_SSL beside PLAINTEXT, and
   produce with 10,000 ACLs beside no authorizer;
-- `console` (bench/console.py): console page times (server, browser) and the lag sampler's cost.
+- `console` (bench/console.py): console page times (server, browser) and the lag sampler's cost;
+- `tiered` (bench/tiered.py): uploads to a SeaweedFS and reads back from it, against the store's
+  own put/get rates and the same records read from local disk.
 
 `--quick` runs the broker suite with fewer records per cell. Shared, noisy
 machines: the ratios are the result, not the absolute figures.
@@ -45,9 +47,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer records per broker-suite cell")
     ap.add_argument(
         "--suites",
-        default="broker,groups,storage,client,spark,cluster,reassign,versions,transactions,security,console",
+        default="broker,groups,storage,client,spark,cluster,reassign,versions,transactions,security,console,tiered",
         help="comma-separated: broker, groups, storage, client, spark, cluster, reassign, versions, transactions,"
-        " security, console",
+        " security, console, tiered",
     )
     args = ap.parse_args()
     suites = [s.strip() for s in args.suites.split(",") if s.strip()]

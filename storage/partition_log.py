@@ -1001,6 +1001,14 @@ class PartitionLog:
             if parsed is not None and parsed[1] == naming.SNAPSHOT_SUFFIX and parsed[0] > offset:
                 self._fs.remove_if_exists(os.path.join(self.directory, name))
 
+    def _remove_snapshots_before(self, offset: int) -> None:
+        """Producer-state snapshots below ``offset`` (the local log start of a tiered log): their segments
+        are gone from this disk, and a copy went to the object store with each of them."""
+        for name in self._fs.listdir(self.directory):
+            parsed = naming.parse_segment_filename(name)
+            if parsed is not None and parsed[1] == naming.SNAPSHOT_SUFFIX and parsed[0] < offset:
+                self._fs.remove_if_exists(os.path.join(self.directory, name))
+
     def _retire(self, segments: list[LogSegment]) -> None:
         """Close removed segments now if no flush is running, else leave them to the flush thread."""
         if not segments:
@@ -1129,6 +1137,8 @@ class PartitionLog:
         del self._bases[:count]
         if not self._tiered_copy:  # a tiered log's start stays: the records are in the object store
             self._log_start = max(self._log_start, self._segments[0].base_offset)
+        else:
+            self._remove_snapshots_before(self._segments[0].base_offset)
         paths: list[str] = []
         for seg in removed:
             paths.extend(seg.rename_files(naming.DELETED_SUFFIX))

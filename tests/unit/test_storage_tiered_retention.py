@@ -111,3 +111,16 @@ def test_raise_log_start_never_passes_the_high_watermark(tmp_path) -> None:
     log.raise_log_start(1, "test")
     assert log.log_start_offset == 2
     log.close()
+
+
+def test_snapshots_of_segments_gone_from_disk_are_removed(tmp_path) -> None:
+    log = _log(tmp_path, local_retention_bytes=0)
+    _fill(log, 12)
+    bases = [s.base_offset for s in log.segments]
+    for base in bases[1:]:  # the broker writes one at each roll; a tiered log keeps them until copied
+        (tmp_path / "t-0" / f"{base:020d}.snapshot").write_bytes(b"")
+    log.remote.update_highest(bases[2] - 1)
+    log.delete_old_segments(NOW)
+    left = sorted(int(p.name.split(".")[0]) for p in (tmp_path / "t-0").glob("*.snapshot"))
+    assert left == bases[2:]
+    log.close()
