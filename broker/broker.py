@@ -201,6 +201,7 @@ class Broker:
             link_security=self.security.link_security,
         )
         self.remote_fetch_max_wait_s = int(config["remote.fetch.max.wait.ms"]) / 1000
+        self.remote_list_offsets_timeout_ms = int(config["remote.list.offsets.request.timeout.ms"])
         if session is not None:
             self.cluster.fetchers.link_security = self.security.link_security
             self.cluster.leadership_changed.append(self._coordinator_leadership)

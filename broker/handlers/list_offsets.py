@@ -22,6 +22,12 @@ Behavior:
   timestamp, from the time index; none below the high watermark (for
   read_committed: the last stable offset): -1, -1. Another negative
   timestamp: INVALID_REQUEST.
+- A timestamp >= 0 on a tiered topic (KIP-405) first searches the remote
+  segments below the local log start (`RemoteLogManager.offset_for_timestamp`),
+  then the local log if no remote record reaches it; the answer waits for the
+  object store up to the request's timeout_ms (v10; before that, or 0:
+  ``remote.list.offsets.request.timeout.ms``), else REQUEST_TIMED_OUT for that
+  partition, and a failing store answers KAFKA_STORAGE_ERROR (retriable).
 - A leader not caught up (above) answers consumers OFFSET_NOT_AVAILABLE also
   for -3 and timestamps that find nothing readable, as Kafka's
   fetchOffsetForTimestamp; earliest is answered.
@@ -31,7 +37,7 @@ Behavior:
   NOT_LEADER_OR_FOLLOWER. A partition named twice: INVALID_REQUEST for both.
 Version notes: v2 adds isolation_level and throttle_time_ms; v4 the leader
   epochs; v6 is flexible; v7-v10 add the special timestamps above and
-  timeout_ms (nothing here waits on remote storage, so it is not needed).
+  timeout_ms (how long a search of tiered storage may take).
 - Authorization (with an authorizer configured), as KafkaApis: DESCRIBE on each
   topic, else its partitions answer TOPIC_AUTHORIZATION_FAILED (before any other check).
 Leaves out: throttling.
@@ -39,7 +45,9 @@ Leaves out: throttling.
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
+from collections.abc import Coroutine
 from typing import Any
 
 from broker import registry
@@ -47,6 +55,7 @@ from broker.authorized_operations import denied
 from broker.context import RequestContext
 from broker.replica.markers import last_stable_offset
 from broker.security.acls import AclOperation, ResourceType
+from broker.tiered.manager import FAILURES as REMOTE_FAILURES
 from protocol.errors import ErrorCode, KafkaError
 
 API_KEY = 2
@@ -114,33 +123,90 @@ def _not_caught_up(ctx: RequestContext, plog: Any) -> None:
         raise KafkaError("the new leader has not caught up with the high watermark yet", code)
 
 
-def handle(ctx: RequestContext, req: Any) -> dict[str, Any]:
+def _answer(index: int, code: int, found: tuple[int, int, int]) -> dict[str, Any]:
+    ts, offset, epoch = found
+    return {
+        "partition_index": index,
+        "error_code": code,
+        "timestamp": ts,
+        "offset": offset,
+        "leader_epoch": epoch,
+    }
+
+
+def _searches_remote(ctx: RequestContext, req: Any, topic: str, p: Any) -> bool:
+    """A timestamp search of a tiered partition with a remote part (asynchronous)."""
+    if p.timestamp < 0 or ctx.broker.remote_logs is None:
+        return False
+    part = ctx.broker.replicas.leader(topic, p.partition_index)
+    if ctx.version >= 4:
+        part.check_epoch(p.current_leader_epoch)
+    plog = part.log
+    return plog.remote is not None and plog.log_start_offset < plog.local_log_start_offset
+
+
+def handle(ctx: RequestContext, req: Any) -> dict[str, Any] | Coroutine[Any, Any, dict[str, Any]]:
     named = Counter((t.name, p.partition_index) for t in req.topics for p in t.partitions)
     forbidden = denied(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in req.topics))
     topics = []
+    remote: list[tuple[dict[str, Any], str, Any]] = []
     for t in req.topics:
         parts = []
         for p in t.partitions:
             code = 0
+            found = _NOTHING
             try:
                 if t.name in forbidden:
                     raise KafkaError("topic authorization failed", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
                 if named[(t.name, p.partition_index)] > 1:
                     raise KafkaError("partition named twice", ErrorCode.INVALID_REQUEST)
-                ts, offset, epoch = _lookup(ctx, req, t.name, p)
+                if _searches_remote(ctx, req, t.name, p):
+                    remote.append((_answer(p.partition_index, 0, _NOTHING), t.name, p))
+                    parts.append(remote[-1][0])
+                    continue
+                found = _lookup(ctx, req, t.name, p)
             except KafkaError as exc:
-                (ts, offset, epoch), code = _NOTHING, exc.code
-            parts.append(
-                {
-                    "partition_index": p.partition_index,
-                    "error_code": code,
-                    "timestamp": ts,
-                    "offset": offset,
-                    "leader_epoch": epoch,
-                }
-            )
+                code = exc.code
+            parts.append(_answer(p.partition_index, code, found))
         topics.append({"name": t.name, "partitions": parts})
-    return {"throttle_time_ms": 0, "topics": topics}
+    answer = {"throttle_time_ms": 0, "topics": topics}
+    if remote:
+        return _search_remote(ctx, req, answer, remote)
+    return answer
+
+
+async def _search_remote(
+    ctx: RequestContext, req: Any, answer: dict[str, Any], searches: list[tuple[dict[str, Any], str, Any]]
+) -> dict[str, Any]:
+    """Fill in the partitions whose timestamp search goes to the object store."""
+    broker = ctx.broker
+    rlm = broker.remote_logs
+    timeout_ms = req.get("timeout_ms", 0) if ctx.version >= 10 else 0
+    timeout_s = (timeout_ms or broker.remote_list_offsets_timeout_ms) / 1000
+
+    async def one(result: dict[str, Any], topic: str, p: Any) -> None:
+        try:
+            part = broker.replicas.leader(topic, p.partition_index)
+            async with asyncio.timeout(timeout_s):
+                found = await rlm.offset_for_timestamp(part, p.timestamp)
+            if found is None:
+                result.update(_answer(p.partition_index, 0, _lookup(ctx, req, topic, p)))
+            else:
+                offset, ts = found
+                result.update(
+                    _answer(
+                        p.partition_index, 0, (ts, offset, part.log.leader_epochs.epoch_for_offset(offset))
+                    )
+                )
+        except TimeoutError:
+            result["error_code"] = ErrorCode.REQUEST_TIMED_OUT
+        except KafkaError as exc:
+            result["error_code"] = exc.code
+        except REMOTE_FAILURES:
+            result["error_code"] = ErrorCode.KAFKA_STORAGE_ERROR
+
+    await asyncio.gather(*(one(result, topic, p) for result, topic, p in searches))
+    return answer
 
 
 registry.register(API_KEY, 1, 10, handle)

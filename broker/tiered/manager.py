@@ -307,6 +307,24 @@ class RemoteLogManager:
         result = plog.read(offset, max_bytes, min_one_batch=min_one)
         return result.data, []
 
+    async def offset_for_timestamp(self, part: Partition, timestamp: int) -> tuple[int, int] | None:
+        """ListOffsets by timestamp over the remote part [log start, local log start): ``(offset,
+        timestamp)`` of the first record with a timestamp >= ``timestamp``, or None if no remote
+        record has one (the local log is searched then). `ObjectStoreError` if the store fails."""
+        tip = self.tip(part)
+        await self.metadata.load(tip)
+        plog = part.log
+        start, local_start = plog.log_start_offset, plog.local_log_start_offset
+        for md in self.cache(tip).segments():
+            if md.state != SegmentState.COPY_SEGMENT_FINISHED or md.end_offset < start:
+                continue
+            if md.start_offset >= local_start:
+                break
+            found = await self.reader.offset_for_timestamp(md, timestamp, start)
+            if found is not None:
+                return found
+        return None
+
     def remote_size(self, part: Partition) -> int:
         """Bytes of the partition's finished remote segments (0 if not known here)."""
         try:

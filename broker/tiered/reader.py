@@ -37,7 +37,8 @@ from broker.tiered.segment_store import (
     RemoteSegmentRef,
     RemoteSegmentStore,
 )
-from protocol.records import RECORD_BATCH_OVERHEAD, read_header
+from protocol.errors import ProtocolError
+from protocol.records import RECORD_BATCH_OVERHEAD, decode_batch, read_header
 from storage.txn_index import AbortedTxn, iter_entries
 
 log = logging.getLogger("minikafka.tiered")
@@ -49,6 +50,7 @@ INDEX_SLACK = 64 << 10  # more than index.interval.bytes: the bytes before ``off
 INDEX_ENTRIES_KEPT = 64  # segments whose offset index is kept
 
 _OFFSET_ENTRY = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
+_TIME_ENTRY = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
 
 
 def segment_ref(md: SegmentMetadata) -> RemoteSegmentRef:
@@ -98,6 +100,36 @@ class RemoteReader:
                     break
             pos = end
         return window[first:last] if first >= 0 and last > first else b""
+
+    async def offset_for_timestamp(
+        self, md: SegmentMetadata, timestamp: int, min_offset: int
+    ) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the segment's first record at or after ``min_offset`` whose timestamp
+        is >= ``timestamp``, as a local segment answers ListOffsets: the time index narrows the
+        search, the first batch whose maxTimestamp reaches it is decoded. None if there is none."""
+        if md.max_timestamp_ms < timestamp:
+            return None
+        ref = segment_ref(md)
+        data = await self.segments.fetch_index(ref, IndexType.TIMESTAMP)
+        times = np.frombuffer(data[: len(data) - len(data) % _TIME_ENTRY.itemsize], dtype=_TIME_ENTRY)
+        i = int(np.searchsorted(times["timestamp"], timestamp, side="right")) - 1
+        from_offset = md.start_offset + int(times["relative_offset"][i]) if i >= 0 else md.start_offset
+        position = await self._position_of(ref, md, max(from_offset, min_offset))
+        size = md.size_in_bytes
+        while position + RECORD_BATCH_OVERHEAD <= size:
+            h = read_header(await self._range(ref, size, position, RECORD_BATCH_OVERHEAD))
+            if h.last_offset >= min_offset and h.max_timestamp >= timestamp:
+                batch = bytes(await self._range(ref, size, position, h.size))
+                try:
+                    header, records = decode_batch(batch)
+                except ProtocolError:
+                    return max(h.base_offset, min_offset), h.max_timestamp
+                for record in records:
+                    offset, ts = header.offset_of(record), header.timestamp_of(record)
+                    if offset >= min_offset and ts >= timestamp:
+                        return offset, ts
+            position += h.size
+        return None
 
     async def aborted(self, md: SegmentMetadata, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
         """The aborted transactions of the segment overlapping [fetch_offset, upper_bound)."""

@@ -192,3 +192,67 @@ def test_consumer_reads_every_record_back_from_remote(seaweed: SeaweedFS, tmp_pa
         print(f"consumed {TOTAL_MB} MB in {time.monotonic() - reading:.1f}s")
     finally:
         broker.stop()
+
+
+def test_timestamps_and_aborted_transactions_below_the_local_start(
+    seaweed: SeaweedFS, tmp_path: Path
+) -> None:
+    """offsets_for_times and read_committed work on the remote part as on the local one."""
+    broker = start_broker(tmp_path, broker_properties(seaweed))
+    topic = "tiered-txn"
+    segment = 256 << 10
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        configs = {
+            "remote.storage.enable": "true",
+            "segment.bytes": str(segment),
+            "local.retention.bytes": str(2 * segment),
+        }
+        admin.create_topics([NewTopic(topic, 1, 1, config=configs)])[topic].result(30)
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "tiered-txn"})
+        producer.init_transactions(30)
+        # ahead of the clock: transaction markers carry the time they are written (as in Kafka,
+        # a timestamp search may land on a marker), and must not reach these timestamps
+        base_ts = int(time.time() * 1000) + 30 * 60 * 1000
+        committed: list[bytes] = []
+        for txn in range(40):
+            producer.begin_transaction()
+            for i in range(50):
+                value = f"{txn}-{i}".encode() + b"x" * 1000
+                producer.produce(topic, value, partition=0, timestamp=base_ts + txn * 1000 + i)
+                if txn % 4 != 3:
+                    committed.append(value)
+            if txn % 4 == 3:
+                producer.abort_transaction(30)
+            else:
+                producer.commit_transaction(30)
+        end = list_offset(broker.port, topic, -1)
+        deadline = time.monotonic() + 60
+        while list_offset(broker.port, topic, -4) < end // 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        local_start = list_offset(broker.port, topic, -4)
+        assert local_start >= end // 2, (local_start, end)
+
+        consumer = Consumer(
+            {"bootstrap.servers": broker.bootstrap, "group.id": "times", "isolation.level": "read_committed"}
+        )
+        try:
+            # transaction 5's records are remote: each one's own timestamp finds it
+            (found,) = consumer.offsets_for_times([TopicPartition(topic, 0, base_ts + 5 * 1000 + 7)], 30)
+            assert 0 < found.offset < local_start
+            consumer.assign([TopicPartition(topic, 0, found.offset)])
+            (first,) = consumer.consume(1, timeout=30)
+            assert first.value().startswith(b"5-7x"), first.value()[:10]
+
+            consumer.assign([TopicPartition(topic, 0, 0)])
+            seen: list[bytes] = []
+            deadline = time.monotonic() + 60
+            while len(seen) < len(committed) and time.monotonic() < deadline:
+                for msg in consumer.consume(500, timeout=1.0):
+                    assert msg.error() is None, msg.error()
+                    seen.append(msg.value())
+            assert seen == committed  # the aborted transactions, remote ones included, are skipped
+        finally:
+            consumer.close()
+    finally:
+        broker.stop()
