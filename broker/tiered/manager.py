@@ -4,8 +4,9 @@ Built by the broker when ``remote.log.storage.system.enable`` is true; the logs
 of tiered topics carry a `storage.remote_state.RemoteLogState`.
 
 - Every ``remote.log.manager.task.interval.ms`` (and at once after `kick`, on
-  a leadership or topic-config change), one pass over the hosted tiered
-  partitions, up to ``remote.log.manager.thread.pool.size`` at a time:
+  a leadership or topic-config change), a pass for each hosted tiered
+  partition not still in its previous one, each a task of its own, up to
+  ``remote.log.manager.thread.pool.size`` at a time:
   - leader: on a new leader epoch, its remote metadata is loaded and the copied
     offset found again (`broker.tiered.copier`); then closed segments are
     copied and remote retention applied (`broker.tiered.expiration`);
@@ -125,6 +126,7 @@ class RemoteLogManager:
         self._retries: dict[TopicPartition, _Retry] = {}
         self._kicked = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._running: dict[TopicPartition, asyncio.Task[None]] = {}  # partition passes under way
 
     # -- lifecycle ------------------------------------------------------------------------------
     def start(self) -> None:
@@ -135,10 +137,12 @@ class RemoteLogManager:
         self._kicked.set()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        tasks = [t for t in [self._task, *self._running.values()] if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
         self.metadata.close()
         self.store.close()
 
@@ -160,22 +164,25 @@ class RemoteLogManager:
 
     # -- passes ---------------------------------------------------------------------------------
     async def _pass(self) -> None:
+        """Start a pass for each hosted tiered partition not already in one (each runs as a task of
+        its own: a partition stuck on an unreachable store or metadata leader holds up no other)."""
         hosted = set()
-        work = []
         now = time.monotonic()
+        loop = asyncio.get_running_loop()
         for part in self.replicas.partitions():
             tp = (part.topic, part.index)
             if part.log.remote is None or part.log.offline or part.log.closed:
                 continue
             hosted.add(tp)
             retry = self._retries.get(tp)
-            if retry is not None and retry.at > now:
+            running = self._running.get(tp)
+            if (retry is not None and retry.at > now) or (running is not None and not running.done()):
                 continue
-            work.append(self._partition_pass(part))
+            self._running[tp] = loop.create_task(self._partition_pass(part), name=f"tiered-{tp[0]}-{tp[1]}")
         for tp in [tp for tp in self._leaders if tp not in hosted]:
             del self._leaders[tp]
-        if work:
-            await asyncio.gather(*work)
+        for tp in [tp for tp, task in self._running.items() if task.done()]:
+            del self._running[tp]
 
     async def _partition_pass(self, part: Partition) -> None:
         tp = (part.topic, part.index)
