@@ -44,7 +44,7 @@ from storage import naming
 
 if TYPE_CHECKING:
     from broker.replica.partition import Partition
-    from broker.tiered.manager import RemoteLogManager
+    from broker.tiered.context import RemoteLog
     from broker.tiered.metadata_cache import RemoteLogMetadataCache
     from storage.leader_epoch import LeaderEpochCache
     from storage.segment import LogSegment
@@ -100,7 +100,7 @@ def still_leading(part: Partition, state: LeaderState) -> bool:
     return part.is_leader and part.leader_epoch == state.leader_epoch and not part.log.closed
 
 
-async def copy_pass(rlm: RemoteLogManager, part: Partition, state: LeaderState) -> int:
+async def copy_pass(rlm: RemoteLog, part: Partition, state: LeaderState) -> int:
     """Copy what is ready; returns the number of segments copied."""
     plog = part.log
     remote = plog.remote
@@ -125,7 +125,7 @@ async def copy_pass(rlm: RemoteLogManager, part: Partition, state: LeaderState) 
 
 
 async def _copy_segment(
-    rlm: RemoteLogManager, part: Partition, state: LeaderState, seg: LogSegment, next_base: int
+    rlm: RemoteLog, part: Partition, state: LeaderState, seg: LogSegment, next_base: int
 ) -> None:
     plog = part.log
     epochs = plog.leader_epochs

@@ -32,7 +32,7 @@ from broker.tiered.metadata_records import SegmentMetadata, SegmentState
 
 if TYPE_CHECKING:
     from broker.replica.partition import Partition
-    from broker.tiered.manager import RemoteLogManager
+    from broker.tiered.context import RemoteLog
 
 log = logging.getLogger("minikafka.tiered")
 
@@ -75,7 +75,7 @@ def expired_segments(
     return out, new_start
 
 
-async def expire_pass(rlm: RemoteLogManager, part: Partition, state: LeaderState) -> int:
+async def expire_pass(rlm: RemoteLog, part: Partition, state: LeaderState) -> int:
     """Delete what retention says; returns the number of remote segments deleted."""
     plog = part.log
     remote = plog.remote

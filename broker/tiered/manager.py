@@ -33,6 +33,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from broker.tiered.context import TieredMetrics
 from broker.tiered.copier import LeaderState, copy_pass, highest_remote_offset
 from broker.tiered.expiration import expire_pass
 from broker.tiered.metadata_cache import RemoteLogMetadataCache, RemoteLogMetadataStore
@@ -58,21 +59,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("minikafka.tiered")
 
 FAILURES = (ObjectStoreError, MetadataUnavailable, OSError)
-
-
-@dataclass
-class TieredMetrics:
-    """Counters of the remote log manager (Kafka's RemoteCopy*/RemoteFetch*/RemoteDelete* meters)."""
-
-    copy_requests: int = 0
-    copy_errors: int = 0
-    copy_bytes: int = 0
-    fetch_requests: int = 0
-    fetch_errors: int = 0
-    fetch_bytes: int = 0
-    delete_requests: int = 0
-    delete_errors: int = 0
-    store_available: bool = True
 
 
 @dataclass
