@@ -1,7 +1,8 @@
 """`RemoteLog`: what the remote log manager's tasks use of it, and its counters (`TieredMetrics`).
 
-The copier (`broker.tiered.copier`) and remote retention
-(`broker.tiered.expiration`) are handed the remote log manager (`broker.tiered.manager.RemoteLogManager`, which runs them) and type it
+The copier (`broker.tiered.copier`), remote retention (`broker.tiered.expiration`)
+and a follower's rebuild (`broker.tiered.rebuild`) are handed the remote log
+manager (`broker.tiered.manager.RemoteLogManager`, which runs them) and type it
 with this protocol, so that they do not import the module that imports them.
 """
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from broker.tiered.metadata_records import SegmentMetadata, TopicIdPartition
     from broker.tiered.metadata_topic import MetadataTopic
     from broker.tiered.segment_store import RemoteSegmentStore
+    from broker.txn.broker_links import BrokerLinks
 
 
 @dataclass
@@ -31,6 +33,8 @@ class TieredMetrics:
     fetch_bytes: int = 0
     delete_requests: int = 0
     delete_errors: int = 0
+    rebuild_requests: int = 0  # Kafka's BuildRemoteLogAuxStateRequestsPerSec
+    rebuild_errors: int = 0  # Kafka's BuildRemoteLogAuxStateErrorsPerSec
     store_available: bool = True
 
 
@@ -39,9 +43,10 @@ class RemoteLog(Protocol):
 
     node_id: int
     replicas: ReplicaManager
-    metadata: MetadataTopic  # __remote_log_metadata: publish, load
+    metadata: MetadataTopic  # __remote_log_metadata: publish, load, catch_up
     segments: RemoteSegmentStore  # the object store, in the segment layout
     metrics: TieredMetrics
+    leader_links: BrokerLinks  # a follower's requests to its leader
 
     def cache(self, tip: TopicIdPartition) -> RemoteLogMetadataCache:
         """The partition's remote segments as read from the metadata topic (empty if none)."""

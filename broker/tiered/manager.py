@@ -19,6 +19,11 @@ of tiered topics carry a `storage.remote_state.RemoteLogState`.
   recovery are logged once each (state changes), and counted in `metrics`.
 - `read`: records of [log start, local log start) for the Fetch handler, from
   the object store (`broker.tiered.reader`).
+- `rebuild_follower`: the replica fetcher's hook for a follower answered
+  OFFSET_MOVED_TO_TIERED_STORAGE: its state is rebuilt from the remote segment
+  below the leader's local log start (`broker.tiered.rebuild`, Kafka's
+  TierStateMachine), asking the leader through ``leader_links``. A failure is
+  logged once (then again only after a success) and retried by the fetcher.
 
 Produce and local reads never wait on any of this: passes run as tasks on the
 loop, and every object-store call is asynchronous.
@@ -46,7 +51,9 @@ from broker.tiered.metadata_records import (
 from broker.tiered.metadata_topic import MetadataTopic, MetadataUnavailable
 from broker.tiered.object_store import ObjectStore, ObjectStoreError
 from broker.tiered.reader import RemoteReader, segment_ref
+from broker.tiered.rebuild import RebuildFailed, rebuild_follower
 from broker.tiered.segment_store import RemoteSegmentStore
+from broker.txn.broker_links import LINK_ERRORS
 from protocol.errors import ErrorCode, KafkaError
 from storage.txn_index import AbortedTxn
 
@@ -76,6 +83,7 @@ class RemoteLogManager:
         cluster: ClusterView,
         admin: TopicAdmin,
         links: BrokerLinks,
+        leader_links: BrokerLinks,
         store: ObjectStore,
         key_prefix: str,
         interval_s: float,
@@ -102,6 +110,8 @@ class RemoteLogManager:
             timeout_s=metadata_timeout_s,
         )
         self.reader = RemoteReader(self.segments)
+        self.leader_links = leader_links  # a follower's requests to its leader while it rebuilds
+        self._rebuild_failing: set[TopicPartition] = set()
         self.metrics = TieredMetrics()
         self.interval_s = interval_s
         self.retry_backoff_s = retry_backoff_s
@@ -126,6 +136,7 @@ class RemoteLogManager:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         self.metadata.close()
+        self.leader_links.close()
         self.store.close()
 
     async def _run(self) -> None:
@@ -245,6 +256,26 @@ class RemoteLogManager:
             log.warning(
                 "segment %s of %s-%d not cleaned up: %s", md.segment_id, md.tip.topic, md.tip.partition, exc
             )
+
+    # -- followers ------------------------------------------------------------------------------
+    async def rebuild_follower(self, part: Partition, leader_log_start: int) -> bool:
+        """The fetcher's hook (``FetcherManager.on_offset_moved_to_tiered``): rebuild ``part`` from
+        remote storage (`broker.tiered.rebuild`); True once rebuilt, False to try again later."""
+        tp = (part.topic, part.index)
+        self.metrics.rebuild_requests += 1
+        try:
+            rebuilt = await rebuild_follower(self, part, leader_log_start)
+        except (RebuildFailed, *FAILURES, *LINK_ERRORS) as exc:
+            self.metrics.rebuild_errors += 1
+            if tp not in self._rebuild_failing:
+                self._rebuild_failing.add(tp)
+                log.warning("%s-%d: not rebuilt from remote storage (%s); retrying", *tp, exc)
+            else:
+                log.debug("%s-%d: not rebuilt from remote storage: %s", *tp, exc)
+            return False
+        if rebuilt:
+            self._rebuild_failing.discard(tp)
+        return rebuilt
 
     # -- reads ----------------------------------------------------------------------------------
     def cache(self, tip: TopicIdPartition) -> RemoteLogMetadataCache:
