@@ -18,6 +18,7 @@ from broker.tiered.metadata_records import (
     decode_metadata,
 )
 from broker.tiered.metadata_topic import METADATA_TOPIC
+from broker.tiered.rsm_config import make_object_store, parse_rsm_config
 from broker.tiered.segment_store import RemoteSegmentRef, RemoteSegmentStore
 from tests.cluster_process import QUIET
 from tests.support.seaweed import SeaweedFS
@@ -35,6 +36,15 @@ def value_of(i: int, size: int) -> bytes:
 def list_offset(port: int, topic: str, timestamp: int, version: int = 9, partition: int = 0) -> int:
     """ListOffsets of one partition at the broker on ``port`` (which must lead it); AssertionError on
     an error code."""
+    offset = try_list_offset(port, topic, timestamp, version, partition)
+    assert offset is not None, f"ListOffsets({timestamp}) of {topic}-{partition} at port {port} failed"
+    return offset
+
+
+def try_list_offset(
+    port: int, topic: str, timestamp: int, version: int = 9, partition: int = 0
+) -> int | None:
+    """`list_offset`, or None when the broker answers an error (it does not lead the partition yet)."""
     with RawClient(port) as raw:
         answer = raw.request(
             2,
@@ -53,14 +63,11 @@ def list_offset(port: int, topic: str, timestamp: int, version: int = 9, partiti
             },
         )
     part = answer.topics[0].partitions[0]
-    assert part.error_code == 0, part
-    return int(part.offset)
+    return None if part.error_code else int(part.offset)
 
 
 def bucket_keys(seaweed: SeaweedFS, prefix: str = "") -> list[str]:
     """Every key of the bucket under ``prefix``."""
-    from broker.tiered.rsm_config import make_object_store, parse_rsm_config
-
     store = make_object_store(parse_rsm_config(seaweed.rsm_properties()))
     try:
         return asyncio.run(store.list(prefix))
