@@ -407,6 +407,8 @@ class ReplicaManager:
 
         Called when a segment rolls at ``offset``, before the batches appended there
         update the state, so the snapshot describes exactly the batches below ``offset``.
+        ``offset`` is in ``part.snapshots_pending`` until the write is over (the tiered copier
+        uploads a segment with the snapshot at its end, so it waits for it).
         """
         data = (part.producers or PartitionProducers()).to_snapshot()
         part.snapshot_offset = offset
@@ -422,7 +424,10 @@ class ReplicaManager:
             except OSError as exc:  # the partition may have been deleted meanwhile
                 log.warning("producer snapshot %s at %d not written: %s", directory, offset, exc)
 
-        asyncio.get_running_loop().run_in_executor(None, write)
+        pending = part.snapshots_pending
+        pending.add(offset)
+        written = asyncio.get_running_loop().run_in_executor(None, write)
+        written.add_done_callback(lambda _: pending.discard(offset))
 
     def rebuild_producers(self, part: Partition) -> None:
         """Producer state from the log again (after a follower truncated its log)."""

@@ -10,7 +10,11 @@ Rules, as Kafka's:
   are not counted.
 - Each pass copies, oldest first, every segment whose records are all below
   the last stable offset (the next segment's base <= LSO; the active segment
-  never), from the one holding max(copied offset + 1, log start offset).
+  never), from the one holding max(copied offset + 1, log start offset). A
+  segment whose producer snapshot is still being written (the broker writes
+  it in the background when the segment rolls) waits for the next pass, with
+  the ones after it: Kafka takes the snapshot as it rolls, so it is always
+  there to be copied.
 - One segment: a random segment id; COPY_SEGMENT_STARTED published (and read
   back); the `.log`, indexes, the producer snapshot at the segment's end and
   the leader-epoch checkpoint text of the epochs below its end uploaded;
@@ -117,7 +121,7 @@ async def copy_pass(rlm: RemoteLog, part: Partition, state: LeaderState) -> int:
             continue
         if nxt.base_offset > lso:
             break
-        if not still_leading(part, state):
+        if not still_leading(part, state) or nxt.base_offset in part.snapshots_pending:
             break
         await _copy_segment(rlm, part, state, seg, nxt.base_offset)
         copied += 1

@@ -18,8 +18,9 @@ from broker.tiered.metadata_records import (
     decode_metadata,
 )
 from broker.tiered.metadata_topic import METADATA_TOPIC
+from broker.tiered.reader import segment_ref
 from broker.tiered.rsm_config import make_object_store, parse_rsm_config
-from broker.tiered.segment_store import RemoteSegmentRef, RemoteSegmentStore
+from broker.tiered.segment_store import IndexType, RemoteSegmentRef, RemoteSegmentStore
 from tests.cluster_process import QUIET
 from tests.support.seaweed import SeaweedFS
 from tests.wire import RawClient
@@ -71,6 +72,15 @@ def bucket_keys(seaweed: SeaweedFS, prefix: str = "") -> list[str]:
     store = make_object_store(parse_rsm_config(seaweed.rsm_properties()))
     try:
         return asyncio.run(store.list(prefix))
+    finally:
+        store.close()
+
+
+def segment_indexes(seaweed: SeaweedFS, key_prefix: str, md: SegmentMetadata, kind: IndexType) -> bytes:
+    """One index of a remote segment, as uploaded (read back through the segment layout)."""
+    store = make_object_store(parse_rsm_config(seaweed.rsm_properties()))
+    try:
+        return asyncio.run(RemoteSegmentStore(store, key_prefix).fetch_index(segment_ref(md), kind))
     finally:
         store.close()
 

@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient as ConfluentAdmin
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from broker.tiered.metadata_records import SegmentState
+from broker.tiered.segment_store import IndexType
 from client.admin import AdminClient
 from client.types import TopicPartition as BundledTopicPartition
 from storage import naming
@@ -35,6 +36,7 @@ from tests.tiered.helpers import (
     bucket_segments,
     list_offset,
     remote_segments,
+    segment_indexes,
     try_list_offset,
     value_of,
 )
@@ -384,6 +386,13 @@ def test_b_leader_killed_in_the_middle_of_an_upload(
         # the bucket: each FINISHED segment's three objects; the dead leader's upload, if anything of it
         # landed; nothing else
         _check_bucket(seaweed, prefix, stories, allowed_started={dead.metadata.segment_id})
+        # each copied with the producer snapshot at its end (a follower rebuilding from it needs it)
+        without = [
+            s.metadata
+            for s in finished
+            if not segment_indexes(seaweed, prefix, s.metadata, IndexType.PRODUCER_SNAPSHOT)
+        ]
+        assert without == []
 
         # the restarted broker holds the leader's batches at the same offsets
         ours = {b[0]: b for b in replica_batches(cluster.brokers[first].data_dir, TOPIC, 0)}

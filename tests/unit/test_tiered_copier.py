@@ -1,0 +1,101 @@
+"""The leader's copy pass (broker/tiered/copier.py, Kafka's RLMCopyTask) on a real tiered partition and a
+memory object store: what it copies, and that a segment goes up with the producer snapshot at its end."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from broker.cluster import BrokerNode, LocalCluster
+from broker.replica import ReplicaManager
+from broker.replica.partition import Partition
+from broker.tiered.context import TieredMetrics
+from broker.tiered.copier import LeaderState, copy_pass
+from broker.tiered.memory_store import MemoryObjectStore
+from broker.tiered.metadata_records import MetadataRecord, SegmentMetadata, TopicIdPartition
+from broker.tiered.reader import segment_ref
+from broker.tiered.segment_store import IndexType, RemoteSegmentStore
+from protocol.records import Record, build_batch
+from storage.log_manager import LogManager
+from tests.unit.test_storage_support import record_set
+
+NODE = BrokerNode(1, "leader.example", 9092)
+TIP = TopicIdPartition("t", uuid.UUID(int=9), 0)
+
+
+@dataclass
+class FakeMetadata:
+    published: list[MetadataRecord] = field(default_factory=list)
+
+    async def publish(self, rec: MetadataRecord) -> None:
+        self.published.append(rec)
+
+
+@dataclass
+class FakeRLM:
+    """What the copier uses of the remote log manager."""
+
+    segments: RemoteSegmentStore
+    node_id: int = NODE.node_id
+    metadata: FakeMetadata = field(default_factory=FakeMetadata)
+    metrics: TieredMetrics = field(default_factory=TieredMetrics)
+
+    async def delete_segment(self, md: SegmentMetadata, *, best_effort: bool = False) -> None:
+        raise AssertionError(f"nothing fails here, nothing is deleted ({md})")
+
+
+@pytest.fixture
+def replicas(tmp_path: Path) -> Iterator[ReplicaManager]:
+    """Partition t-0, tiered, led here, with 1000-byte segments."""
+    logs = LogManager(str(tmp_path / "data"), node_id=NODE.node_id, remote_log_system_enabled=True)
+    replicas = ReplicaManager(logs, NODE.node_id, producer_expiration_ms=86_400_000)
+    LocalCluster(replicas, NODE).create_topic(
+        "t", 1, {"remote.storage.enable": "true", "segment.bytes": "1000"}
+    )
+    yield replicas
+    replicas.close()
+
+
+@pytest.fixture
+def leader(replicas: ReplicaManager) -> Partition:
+    return replicas.partition("t", 0)
+
+
+def _produce(replicas: ReplicaManager, part: Partition, batches: int) -> None:
+    """Idempotent batches of ~400 bytes: a segment rolls every two of them."""
+    for i in range(batches):
+        seq = part.log.log_end_offset
+        batch = build_batch(
+            [Record(0, 0, None, b"x" * 300)], producer_id=77, producer_epoch=0, base_sequence=seq
+        )
+        buf, headers = record_set(batch)
+        replicas.append(part, buf, headers, now_ms=1_000 + i)
+
+
+async def test_a_segment_waits_for_its_producer_snapshot(replicas: ReplicaManager, leader: Partition) -> None:
+    rlm = FakeRLM(RemoteSegmentStore(MemoryObjectStore()))
+    state = LeaderState(TIP, leader.leader_epoch)
+    _produce(replicas, leader, 5)
+    rolled = [s.base_offset for s in leader.log.segments[1:]]
+    assert rolled and set(rolled) <= leader.snapshots_pending  # written in the executor, not yet done
+
+    assert await copy_pass(rlm, leader, state) == 0  # nothing goes up without its snapshot
+    assert rlm.metadata.published == []
+
+    for _ in range(100):  # the executor writes them; the loop hears of it
+        if not leader.snapshots_pending:
+            break
+        await asyncio.sleep(0.01)
+    assert not leader.snapshots_pending
+    copied = await copy_pass(rlm, leader, state)
+    assert copied == len(rolled) and state.copied_offset == rolled[-1] - 1
+    finished = [r for r in rlm.metadata.published if isinstance(r, SegmentMetadata)]
+    for md in finished:
+        snapshot = await rlm.segments.fetch_index(segment_ref(md), IndexType.PRODUCER_SNAPSHOT)
+        assert snapshot, f"segment [{md.start_offset}, {md.end_offset}] copied without its producer snapshot"
+    assert leader.log.remote is not None and leader.log.remote.highest_offset == rolled[-1] - 1
