@@ -6,8 +6,9 @@ of tiered topics carry a `storage.remote_state.RemoteLogState`.
 - Every ``remote.log.manager.task.interval.ms`` (and at once after `kick`, on
   a leadership or topic-config change), one pass over the hosted tiered
   partitions, up to ``remote.log.manager.thread.pool.size`` at a time:
-  - leader: on a new leader epoch, its remote metadata is loaded and the copied
-    offset found again (`broker.tiered.copier`); then closed segments are
+  - leader: on a new leader epoch, its remote metadata is read up to the
+    metadata partition's current end and the copied offset found again
+    (`broker.tiered.copier`); then closed segments are
     copied and remote retention applied (`broker.tiered.expiration`);
   - follower: the remote metadata is read so that the follower's highest remote
     offset follows the leader's copies and its local retention can delete
@@ -210,7 +211,11 @@ class RemoteLogManager:
             log.debug("%s-%d: %s; next try in %.1fs", *tp, exc, retry.backoff_s)
 
     async def _become_leader(self, part: Partition, tip: TopicIdPartition) -> LeaderState:
+        """The copied offset of a new leader (epoch), from the remote metadata read up to date: the
+        previous leader's last copies must be in it (it may have died right after them, with its
+        metadata partition leader too), or this leader copies them again."""
         await self.metadata.load(tip)
+        await self.metadata.catch_up(tip)
         plog = part.log
         copied = highest_remote_offset(plog.leader_epochs, plog.log_end_offset, self.cache(tip))
         state = LeaderState(tip, part.leader_epoch, copied_offset=copied)
