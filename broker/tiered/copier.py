@@ -23,7 +23,10 @@ Rules, as Kafka's:
   what it wrote (DELETE_SEGMENT_STARTED, objects, DELETE_SEGMENT_FINISHED, best
   effort) and the next pass copies the segment again under a new id.
 - The pass stops at once when this broker stops leading the partition or its
-  leader epoch changes.
+  leader epoch changes. A leader deposed in the middle of an upload does not
+  publish COPY_SEGMENT_FINISHED: it deletes what it uploaded (the new leader,
+  which counts only finished segments, copies those offsets again; finishing
+  late could make them FINISHED twice). Kafka finishes it regardless.
 """
 
 from __future__ import annotations
@@ -123,14 +126,16 @@ async def copy_pass(rlm: RemoteLog, part: Partition, state: LeaderState) -> int:
             break
         if not still_leading(part, state) or nxt.base_offset in part.snapshots_pending:
             break
-        await _copy_segment(rlm, part, state, seg, nxt.base_offset)
+        if not await _copy_segment(rlm, part, state, seg, nxt.base_offset):
+            break
         copied += 1
     return copied
 
 
 async def _copy_segment(
     rlm: RemoteLog, part: Partition, state: LeaderState, seg: LogSegment, next_base: int
-) -> None:
+) -> bool:
+    """Copy one segment (see the module docstring); False if this broker stopped leading meanwhile."""
     plog = part.log
     epochs = plog.leader_epochs
     segment_id = uuid.uuid4()
@@ -173,6 +178,17 @@ async def _copy_segment(
             rlm.metrics.copy_errors += 1
             await rlm.delete_segment(md, best_effort=True)
             raise
+        if not part.is_leader or plog.closed:
+            # deposed during the upload: the new leader does not count this segment (not FINISHED) and
+            # copies its offsets itself; finishing it now could make them FINISHED twice
+            log.info(
+                "%s: no longer leading; deleting the upload of [%d, %d]",
+                plog.directory,
+                seg.base_offset,
+                next_base - 1,
+            )
+            await rlm.delete_segment(md, best_effort=True)
+            return False
         await rlm.metadata.publish(
             SegmentMetadataUpdate(
                 state.tip, segment_id, rlm.node_id, _now_ms(), None, SegmentState.COPY_SEGMENT_FINISHED
@@ -185,6 +201,7 @@ async def _copy_segment(
     if plog.remote is not None:
         plog.remote.update_highest(md.end_offset)
     log.debug("%s: segment [%d, %d] copied as %s", plog.directory, md.start_offset, md.end_offset, segment_id)
+    return True
 
 
 def _now_ms() -> int:

@@ -17,7 +17,13 @@ from broker.replica.partition import Partition
 from broker.tiered.context import TieredMetrics
 from broker.tiered.copier import LeaderState, copy_pass
 from broker.tiered.memory_store import MemoryObjectStore
-from broker.tiered.metadata_records import MetadataRecord, SegmentMetadata, TopicIdPartition
+from broker.tiered.metadata_records import (
+    MetadataRecord,
+    SegmentMetadata,
+    SegmentMetadataUpdate,
+    SegmentState,
+    TopicIdPartition,
+)
 from broker.tiered.reader import segment_ref
 from broker.tiered.segment_store import IndexType, RemoteSegmentStore
 from protocol.records import Record, build_batch
@@ -44,9 +50,11 @@ class FakeRLM:
     node_id: int = NODE.node_id
     metadata: FakeMetadata = field(default_factory=FakeMetadata)
     metrics: TieredMetrics = field(default_factory=TieredMetrics)
+    deleted: list[SegmentMetadata] = field(default_factory=list)
 
     async def delete_segment(self, md: SegmentMetadata, *, best_effort: bool = False) -> None:
-        raise AssertionError(f"nothing fails here, nothing is deleted ({md})")
+        self.deleted.append(md)
+        await self.segments.delete(segment_ref(md))
 
 
 @pytest.fixture
@@ -77,6 +85,15 @@ def _produce(replicas: ReplicaManager, part: Partition, batches: int) -> None:
         replicas.append(part, buf, headers, now_ms=1_000 + i)
 
 
+async def _written(part: Partition) -> None:
+    """Until the executor has written the partition's producer snapshots (and the loop heard of it)."""
+    for _ in range(100):
+        if not part.snapshots_pending:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("producer snapshots not written")
+
+
 async def test_a_segment_waits_for_its_producer_snapshot(replicas: ReplicaManager, leader: Partition) -> None:
     rlm = FakeRLM(RemoteSegmentStore(MemoryObjectStore()))
     state = LeaderState(TIP, leader.leader_epoch)
@@ -87,11 +104,7 @@ async def test_a_segment_waits_for_its_producer_snapshot(replicas: ReplicaManage
     assert await copy_pass(rlm, leader, state) == 0  # nothing goes up without its snapshot
     assert rlm.metadata.published == []
 
-    for _ in range(100):  # the executor writes them; the loop hears of it
-        if not leader.snapshots_pending:
-            break
-        await asyncio.sleep(0.01)
-    assert not leader.snapshots_pending
+    await _written(leader)
     copied = await copy_pass(rlm, leader, state)
     assert copied == len(rolled) and state.copied_offset == rolled[-1] - 1
     finished = [r for r in rlm.metadata.published if isinstance(r, SegmentMetadata)]
@@ -99,3 +112,31 @@ async def test_a_segment_waits_for_its_producer_snapshot(replicas: ReplicaManage
         snapshot = await rlm.segments.fetch_index(segment_ref(md), IndexType.PRODUCER_SNAPSHOT)
         assert snapshot, f"segment [{md.start_offset}, {md.end_offset}] copied without its producer snapshot"
     assert leader.log.remote is not None and leader.log.remote.highest_offset == rolled[-1] - 1
+
+
+async def test_a_leader_deposed_during_an_upload_deletes_it_instead_of_finishing_it(
+    replicas: ReplicaManager, leader: Partition
+) -> None:
+    store = MemoryObjectStore()
+    rlm = FakeRLM(RemoteSegmentStore(store))
+    state = LeaderState(TIP, leader.leader_epoch)
+    _produce(replicas, leader, 5)
+    await _written(leader)
+    # the controller elects broker 2 while the first segment's objects go up
+    real_put = store.put
+
+    async def put_then_deposed(key: str, data: bytes | memoryview) -> None:
+        await real_put(key, data)
+        if leader.is_leader:
+            leader.become_follower(2, leader.leader_epoch + 1, [1, 2], [1, 2], 5)
+
+    store.put = put_then_deposed  # type: ignore[method-assign]
+    assert await copy_pass(rlm, leader, state) == 0
+    started = [r for r in rlm.metadata.published if isinstance(r, SegmentMetadata)]
+    assert len(started) == 1 and rlm.deleted == started
+    assert not [r for r in rlm.metadata.published if isinstance(r, SegmentMetadataUpdate)]  # no FINISHED
+    assert store.objects == {}
+    assert (
+        state.copied_offset == -1 and leader.log.remote is not None and leader.log.remote.highest_offset == -1
+    )
+    assert started[0].state == SegmentState.COPY_SEGMENT_STARTED
