@@ -429,6 +429,19 @@ class ReplicaManager:
         written = asyncio.get_running_loop().run_in_executor(None, write)
         written.add_done_callback(lambda _: pending.discard(offset))
 
+    def snapshot_rolled_segments(self) -> None:
+        """A producer snapshot at the base of each tiered log's active segment that local retention
+        rolled (after `LogManager.delete_old_segments`): a tiered log rolls its active segment when
+        local retention wants it gone, so that it can be copied, and the copier uploads each segment
+        with the snapshot at its end. Appends snapshot their own rolls; this catches the others."""
+        for part in self._partitions.values():
+            plog = part.log
+            if plog.remote is None or plog.offline or plog.closed or len(plog.segments) < 2:
+                continue
+            base = plog.active_segment.base_offset
+            if base == plog.log_end_offset and part.snapshot_offset != base:
+                self.snapshot_producers(part, base)
+
     def rebuild_producers(self, part: Partition) -> None:
         """Producer state from the log again (after a follower truncated its log)."""
         state, part.snapshot_offset = load_producer_state(part.log, expiration_ms=self.producer_expiration_ms)

@@ -338,8 +338,10 @@ def test_b_leader_killed_in_the_middle_of_an_upload(
             producer.finish()
         assert not producer.failed, producer.failed[:3]
         end = list_offset(leader.port, TOPIC, -1)
-        wait_for(
-            lambda: list_offset(leader.port, TOPIC, LATEST_TIERED) >= end - 2 * per_segment, 60, "last copies"
+        wait_for(  # every closed segment is remote: the active one starts right after the highest remote offset
+            lambda: list_offset(leader.port, TOPIC, LATEST_TIERED) + 1 == segment_bases(leader.data_dir)[-1],
+            60,
+            "the last copies",
         )
 
         # the killed broker comes back as a follower; its log ends below the leader's local log start, so

@@ -4,6 +4,7 @@ memory object store: what it copies, and that a segment goes up with the produce
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from broker.cluster import BrokerNode, LocalCluster
+from broker.producer_state import PartitionProducers
 from broker.replica import ReplicaManager
 from broker.replica.partition import Partition
 from broker.tiered.context import TieredMetrics
@@ -140,3 +142,28 @@ async def test_a_leader_deposed_during_an_upload_deletes_it_instead_of_finishing
         state.copied_offset == -1 and leader.log.remote is not None and leader.log.remote.highest_offset == -1
     )
     assert started[0].state == SegmentState.COPY_SEGMENT_STARTED
+
+
+async def test_a_segment_rolled_by_local_retention_gets_its_producer_snapshot(tmp_path: Path) -> None:
+    # an idle tiered topic past local.retention.ms: retention rolls the active segment so it can be copied
+    logs = LogManager(str(tmp_path / "idle"), node_id=NODE.node_id, remote_log_system_enabled=True)
+    replicas = ReplicaManager(logs, NODE.node_id, producer_expiration_ms=86_400_000)
+    try:
+        LocalCluster(replicas, NODE).create_topic(
+            "t", 1, {"remote.storage.enable": "true", "local.retention.ms": "1"}
+        )
+        part = replicas.partition("t", 0)
+        _produce(replicas, part, 1)
+        end = part.log.log_end_offset
+        later = time.time_ns() // 1_000_000 + 60_000
+        assert logs.delete_old_segments(now_ms=later) == 0  # nothing remote yet: rolled, not deleted
+        assert [s.base_offset for s in part.log.segments] == [0, end]
+        replicas.snapshot_rolled_segments()
+        await _written(part)
+        rlm = FakeRLM(RemoteSegmentStore(MemoryObjectStore()))
+        assert await copy_pass(rlm, part, LeaderState(TIP, part.leader_epoch)) == 1
+        (md,) = [r for r in rlm.metadata.published if isinstance(r, SegmentMetadata)]
+        snapshot = await rlm.segments.fetch_index(segment_ref(md), IndexType.PRODUCER_SNAPSHOT)
+        assert snapshot and 77 in PartitionProducers.from_snapshot(snapshot).last_offsets()
+    finally:
+        replicas.close()
