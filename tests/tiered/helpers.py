@@ -9,7 +9,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from confluent_kafka import Consumer, KafkaError, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 
 from broker.tiered.metadata_records import (
     SegmentMetadata,
@@ -21,6 +21,7 @@ from broker.tiered.metadata_topic import METADATA_TOPIC
 from broker.tiered.reader import segment_ref
 from broker.tiered.rsm_config import make_object_store, parse_rsm_config
 from broker.tiered.segment_store import IndexType, RemoteSegmentRef, RemoteSegmentStore
+from tests.cluster.helpers import records_to_end
 from tests.cluster_process import QUIET
 from tests.support.seaweed import SeaweedFS
 from tests.wire import RawClient
@@ -118,12 +119,6 @@ class SegmentStory:
 def remote_segments(bootstrap: str, topic: str, partition: int = 0) -> dict[uuid.UUID, SegmentStory]:
     """{segment id: its story} of every segment of ``topic``-``partition`` ever written to
     ``__remote_log_metadata`` (deleted ones included), read from the beginning with a consumer."""
-    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe", "logger": QUIET})
-    try:
-        meta = probe.list_topics(METADATA_TOPIC, timeout=10).topics[METADATA_TOPIC]
-        partitions = sorted(meta.partitions)
-    finally:
-        probe.close()
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -133,21 +128,12 @@ def remote_segments(bootstrap: str, topic: str, partition: int = 0) -> dict[uuid
             "logger": QUIET,
         }
     )
+    meta = consumer.list_topics(METADATA_TOPIC, timeout=10).topics[METADATA_TOPIC]
+    partitions = sorted(meta.partitions)
     consumer.assign([TopicPartition(METADATA_TOPIC, p, 0) for p in partitions])
     stories: dict[uuid.UUID, SegmentStory] = {}
-    ended: set[int] = set()
-    deadline = time.monotonic() + 60
     try:
-        while len(ended) < len(partitions):
-            assert time.monotonic() < deadline, f"{METADATA_TOPIC} not read to its end"
-            msg = consumer.poll(1)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(msg.partition())
-                continue
-            ended.discard(msg.partition())
+        for msg in records_to_end(consumer, len(partitions), 60):
             rec = decode_metadata(msg.value())
             if rec.tip.topic != topic or rec.tip.partition != partition:
                 continue

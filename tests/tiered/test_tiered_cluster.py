@@ -15,10 +15,11 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, ElectionType, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, ElectionType, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient as ConfluentAdmin
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
@@ -74,31 +75,44 @@ def topic_configs(**more: str) -> dict[str, str]:
     }
 
 
-def produce(bootstrap: str, numbers: range) -> None:
-    """Records ``numbers`` (key and value from the number) with acks=all, idempotent, all acknowledged."""
-    producer = Producer(
+def numbered_producer(bootstrap: str, **settings: object) -> Producer:
+    """An idempotent acks=all confluent-kafka producer for `send_numbered`."""
+    return Producer(
         {
             "bootstrap.servers": bootstrap,
             "logger": QUIET,
             "acks": "all",
             "enable.idempotence": True,
             "linger.ms": 5,
+            **settings,
         }
     )
+
+
+def send_numbered(
+    producer: Producer, n: int, on_delivery: Callable[[KafkaError | None, Message], object]
+) -> None:
+    """Record ``n`` (key: its number, value: `value_of`) to partition 0, waiting for room in the queue."""
+    while True:
+        try:
+            producer.produce(
+                TOPIC,
+                key=str(n).encode(),
+                value=value_of(n, VALUE_BYTES),
+                partition=0,
+                on_delivery=on_delivery,
+            )
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
+def produce(bootstrap: str, numbers: range) -> None:
+    """Records ``numbers``, every one acknowledged."""
+    producer = numbered_producer(bootstrap)
     failed: list[KafkaError] = []
     for n in numbers:
-        while True:
-            try:
-                producer.produce(
-                    TOPIC,
-                    key=str(n).encode(),
-                    value=value_of(n, VALUE_BYTES),
-                    partition=0,
-                    on_delivery=lambda err, _msg: err is not None and failed.append(err),
-                )
-                break
-            except BufferError:
-                producer.poll(0.05)
+        send_numbered(producer, n, lambda err, _msg: err is not None and failed.append(err))
         producer.poll(0)
     assert producer.flush(60) == 0
     assert not failed, failed[:3]
@@ -215,33 +229,15 @@ class SteadyProducer(threading.Thread):
             self.acked[int(msg.key())] = msg.offset()  # type: ignore[attr-defined]
 
     def run(self) -> None:
-        producer = Producer(
-            {
-                "bootstrap.servers": self.bootstrap,
-                "logger": QUIET,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "message.timeout.ms": 120000,
-            }
-        )
+        producer = numbered_producer(self.bootstrap, **{"message.timeout.ms": 120000})
         started, n = time.monotonic(), 0
         while not self._stopping.is_set():
             ahead = started + n / self.rate - time.monotonic()
             if ahead > 0:
                 producer.poll(min(ahead, 0.05))
                 continue
-            try:
-                producer.produce(
-                    TOPIC,
-                    key=str(n).encode(),
-                    value=value_of(n, VALUE_BYTES),
-                    partition=0,
-                    on_delivery=self._report,
-                )
-                n += 1
-            except BufferError:
-                producer.poll(0.05)
+            send_numbered(producer, n, self._report)
+            n += 1
             producer.poll(0)
         assert producer.flush(120) == 0
 
