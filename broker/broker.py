@@ -208,6 +208,7 @@ class Broker:
             if self.remote_logs is not None:
                 rlm = self.remote_logs
                 self.cluster.leadership_changed.append(lambda _t, _p, _leads: rlm.kick())
+                self.cluster.fetchers.on_offset_moved_to_tiered = rlm.rebuild_follower
         effects.connect(
             dynamic,
             logs=self.logs,

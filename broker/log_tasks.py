@@ -9,8 +9,9 @@ back to the loop, so log state is only ever changed on the loop thread:
   flush, which keeps the recovery point close to the log end) are flushed through
   the broker's group commit; ``.deleted`` files past ``log.segment.delete.delay.ms``
   are unlinked.
-- retention, every ``log.retention.check.interval.ms``; then the log start offsets
-  are checkpointed if anything was deleted.
+- retention, every ``log.retention.check.interval.ms``; a producer snapshot is
+  taken where it rolled a tiered log's active segment (to be copied with it);
+  then the log start offsets are checkpointed if anything was deleted.
 - ``recovery-point-offset-checkpoint`` every ``log.flush.offset.checkpoint.interval.ms``,
   ``log-start-offset-checkpoint`` every ``log.flush.start.offset.checkpoint.interval.ms``,
   ``replication-offset-checkpoint`` (HWs) every ``replica.high.watermark.checkpoint.interval.ms``.
@@ -192,6 +193,7 @@ class LogTasks:
 
     async def retention(self) -> None:
         deleted = self.logs.delete_old_segments(_now_ms())
+        self.replicas.snapshot_rolled_segments()  # tiered logs roll their active segment to copy it
         self.segments_deleted += deleted
         if deleted:
             await self.checkpoint_log_starts()

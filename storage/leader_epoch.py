@@ -19,6 +19,22 @@ from storage.fs import FileSystem
 log = logging.getLogger(__name__)
 
 
+def parse_epoch_checkpoint(data: bytes, source: str) -> list[tuple[int, int]]:
+    """The ``(epoch, start offset)`` entries of a leader-epoch checkpoint's text (the file, or the
+    copy a remote segment carries); `CorruptCheckpointError` unless both strictly increase (a start
+    offset may repeat: an epoch with no records)."""
+    entries: list[tuple[int, int]] = []
+    for epoch_s, start_s in parse_checkpoint(data, 2, source):
+        try:
+            epoch, start = int(epoch_s), int(start_s)
+        except ValueError:
+            raise CorruptCheckpointError(f"{source}: bad entry {epoch_s} {start_s}") from None
+        if entries and (epoch <= entries[-1][0] or start < entries[-1][1]):
+            raise CorruptCheckpointError(f"{source}: entries not increasing at {epoch} {start}")
+        entries.append((epoch, start))
+    return entries
+
+
 class LeaderEpochCache:
     """(epoch, start offset) pairs of one partition, persisted to ``path``."""
 
@@ -29,24 +45,12 @@ class LeaderEpochCache:
         self.loaded_cleanly = True
         if fs.exists(path):
             try:
-                self._entries = self._parse(fs.read_bytes(path))
+                self._entries = parse_epoch_checkpoint(fs.read_bytes(path), path)
             except CorruptCheckpointError as exc:
                 log.warning("ignoring corrupt leader epoch checkpoint: %s", exc)
                 self.loaded_cleanly = False
         else:
             self.loaded_cleanly = False
-
-    def _parse(self, data: bytes) -> list[tuple[int, int]]:
-        entries: list[tuple[int, int]] = []
-        for epoch_s, start_s in parse_checkpoint(data, 2, self.path):
-            try:
-                epoch, start = int(epoch_s), int(start_s)
-            except ValueError:
-                raise CorruptCheckpointError(f"{self.path}: bad entry {epoch_s} {start_s}") from None
-            if entries and (epoch <= entries[-1][0] or start < entries[-1][1]):
-                raise CorruptCheckpointError(f"{self.path}: entries not increasing at {epoch} {start}")
-            entries.append((epoch, start))
-        return entries
 
     @property
     def entries(self) -> list[tuple[int, int]]:
@@ -78,6 +82,13 @@ class LeaderEpochCache:
         if persist:
             self.flush()
         return True
+
+    def replace(self, entries: list[tuple[int, int]]) -> None:
+        """The cache becomes ``entries`` (from `parse_epoch_checkpoint`), persisted: a follower
+        rebuilding from remote storage takes the leader epochs of the remote segment below its new
+        log start (Kafka's LeaderEpochFileCache.assign of the segment's checkpoint)."""
+        self._entries = list(entries)
+        self.flush()
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop entries starting at or after ``end_offset`` (the log was truncated there)."""

@@ -10,16 +10,19 @@ Prometheus metrics port. Everything stops when the test's context exits.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+import pytest
+
 from broker.config import env_name
-from broker.dev_cluster import ZOOKEEPER_JAR, start_zookeeper, stop
+from broker.dev_cluster import INSTALL_HINT, ZOOKEEPER_JAR, start_zookeeper, stop
 from tests.broker_process import BrokerProcess, free_port
 
 QUIET = logging.getLogger("tests.librdkafka")  # librdkafka's connection errors go here, not to stderr
@@ -30,6 +33,16 @@ SESSION_TIMEOUT_MS = 6000
 
 def zookeeper_available() -> bool:
     return ZOOKEEPER_JAR.is_file()
+
+
+@contextlib.contextmanager
+def zookeeper_for_test(directory: Path) -> Iterator[ZooKeeperProcess]:
+    """A running ZooKeeper in ``directory`` for one test (the ``zookeeper`` fixtures of tests/cluster
+    and tests/tiered); the test is skipped when Debian's ZooKeeper is not installed."""
+    if not zookeeper_available():
+        pytest.skip(INSTALL_HINT)
+    with ZooKeeperProcess(directory) as zk:
+        yield zk
 
 
 class ZooKeeperProcess:

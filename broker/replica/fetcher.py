@@ -23,6 +23,18 @@ link's frame buffer. For every partition it follows from that leader:
    leader's log start (`PartitionLog.truncate_fully_and_start_at`), or at
    the base offset of the batch holding it (DeleteRecords moves the log start
    inside batches), as Kafka does.
+3. A fetch answered OFFSET_MOVED_TO_TIERED_STORAGE (tiered storage, KIP-405:
+   our fetch offset lies below the leader's local log start, those records
+   are only in the object store) hands the partition to
+   ``on_offset_moved_to_tiered`` (set by the broker when tiered storage is on:
+   the remote log manager rebuilds the follower's state from remote storage,
+   Kafka's TierStateMachine) and leaves it out of the fetches until that
+   finishes; the other partitions keep being fetched meanwhile. A rebuild that
+   could not be done (False, or an exception) is tried again after
+   `REBUILD_RETRY_S` (Kafka's replica.fetch.backoff.ms), on the next fetch that
+   gets the error again. Without the hook, the error is retried like any other.
+   Fetch stays at v11: Kafka documents the error from v14 on, but its leaders
+   answer it to every version, and so do ours.
 
 `FetcherManager.follow` is called by the cluster side whenever roles change;
 fetchers for leaders we no longer follow anything from are stopped.
@@ -35,7 +47,7 @@ import contextlib
 import logging
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from broker.replica.link import LeaderLink, LinkSecurity
@@ -56,8 +68,11 @@ MAX_WAIT_MS = 500
 MAX_BYTES = 16 << 20
 PARTITION_MAX_BYTES = 1 << 20
 RETRY_S = 0.2
+REBUILD_RETRY_S = 1.0
 
 Address = tuple[str, int]
+# (the partition, the leader's log start offset) -> rebuilt (fetch from the new log end) or not yet
+OnTiered = Callable[[Partition, int], Awaitable[bool]]
 
 
 class ReplicaFetcher:
@@ -75,16 +90,23 @@ class ReplicaFetcher:
         self._correlation = 0
         self._link: LeaderLink | None = None
         self.link_security: LinkSecurity | None = None
+        self.on_offset_moved_to_tiered: OnTiered | None = None
+        self._rebuilding: dict[tuple[str, int], asyncio.Task[bool]] = {}
+        self._rebuild_after: dict[tuple[str, int], float] = {}  # monotonic time of the next try
 
     def start(self) -> None:
         self._task = asyncio.ensure_future(self._run())
 
     async def stop(self) -> None:
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+        tasks = [self._task, *self._rebuilding.values()]
+        for task in tasks:
+            if task is not None:
+                task.cancel()
+        for task in tasks:
+            if task is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         self._close()
 
     # -- connection ---------------------------------------------------------------------------
@@ -136,11 +158,38 @@ class ReplicaFetcher:
                 await asyncio.sleep(RETRY_S)
 
     def _ready(self) -> list[Partition]:
+        now = time.monotonic()
         return [
             p
             for p in self.partitions.values()
-            if p.leader_id == self.leader_id and not p.log.closed and not p.log.offline
+            if p.leader_id == self.leader_id
+            and not p.log.closed
+            and not p.log.offline
+            and p.tp not in self._rebuilding
+            and self._rebuild_after.get(p.tp, 0.0) <= now
         ]
+
+    # -- tiered storage -----------------------------------------------------------------------
+    def _rebuild(self, part: Partition, leader_log_start: int) -> None:
+        """Hand ``part`` to ``on_offset_moved_to_tiered``; it is not fetched until that is done."""
+        assert self.on_offset_moved_to_tiered is not None
+        tp = part.tp
+        self._rebuild_after.pop(tp, None)
+        task = asyncio.ensure_future(self.on_offset_moved_to_tiered(part, leader_log_start))
+        self._rebuilding[tp] = task
+
+        def done(task: asyncio.Task[bool]) -> None:
+            if self._rebuilding.get(tp) is task:
+                del self._rebuilding[tp]
+            if task.cancelled():
+                return
+            exc = task.exception()
+            if exc is not None:
+                log.error("%s-%d: rebuilding from remote storage failed", *tp, exc_info=exc)
+            if exc is not None or not task.result():
+                self._rebuild_after[tp] = time.monotonic() + REBUILD_RETRY_S
+
+        task.add_done_callback(done)
 
     async def _truncate(self) -> None:
         pending = [p for p in self._ready() if p.needs_truncation]
@@ -256,6 +305,12 @@ class ReplicaFetcher:
                     part.log.truncate_fully_and_start_at(r.log_start_offset, now_ms)
                     self.replicas.rebuild_producers(part)
                     continue
+                if (
+                    r.error_code == ErrorCode.OFFSET_MOVED_TO_TIERED_STORAGE
+                    and self.on_offset_moved_to_tiered is not None
+                ):
+                    self._rebuild(part, r.log_start_offset)
+                    continue
                 if r.error_code:
                     backoff = True
                     continue
@@ -301,6 +356,8 @@ class FetcherManager:
         self._address = address
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self.link_security: LinkSecurity | None = None  # set by the broker for a secured listener
+        # set by the broker when tiered storage is on: rebuilds a follower below its leader's local log start
+        self.on_offset_moved_to_tiered: OnTiered | None = None
 
     def follow(self, followed: list[Partition]) -> None:
         """Make the fetchers fetch exactly ``followed`` (each from its current leader)."""
@@ -313,6 +370,7 @@ class FetcherManager:
             if fetcher is None:
                 fetcher = self._fetchers[leader_id] = ReplicaFetcher(self.replicas, leader_id, self._address)
                 fetcher.link_security = self.link_security
+                fetcher.on_offset_moved_to_tiered = self.on_offset_moved_to_tiered
                 fetcher.start()
             fetcher.partitions = parts
         for leader_id in [i for i in self._fetchers if i not in wanted]:

@@ -422,6 +422,8 @@ class ReplicaManager:
 
         Called when a segment rolls at ``offset``, before the batches appended there
         update the state, so the snapshot describes exactly the batches below ``offset``.
+        ``offset`` is in ``part.snapshots_pending`` until the write is over (the tiered copier
+        uploads a segment with the snapshot at its end, so it waits for it).
         """
         data = (part.producers or PartitionProducers()).to_snapshot()
         part.snapshot_offset = offset
@@ -437,7 +439,23 @@ class ReplicaManager:
             except OSError as exc:  # the partition may have been deleted meanwhile
                 log.warning("producer snapshot %s at %d not written: %s", directory, offset, exc)
 
-        asyncio.get_running_loop().run_in_executor(None, write)
+        pending = part.snapshots_pending
+        pending.add(offset)
+        written = asyncio.get_running_loop().run_in_executor(None, write)
+        written.add_done_callback(lambda _: pending.discard(offset))
+
+    def snapshot_rolled_segments(self) -> None:
+        """A producer snapshot at the base of each tiered log's active segment that local retention
+        rolled (after `LogManager.delete_old_segments`): a tiered log rolls its active segment when
+        local retention wants it gone, so that it can be copied, and the copier uploads each segment
+        with the snapshot at its end. Appends snapshot their own rolls; this catches the others."""
+        for part in self._partitions.values():
+            plog = part.log
+            if plog.remote is None or plog.offline or plog.closed or len(plog.segments) < 2:
+                continue
+            base = plog.active_segment.base_offset
+            if base == plog.log_end_offset and part.snapshot_offset != base:
+                self.snapshot_producers(part, base)
 
     def rebuild_producers(self, part: Partition) -> None:
         """Producer state from the log again (after a follower truncated its log)."""

@@ -8,7 +8,8 @@ State, all on the event loop thread:
 - ``replicas`` (assignment order, first = preferred leader) and ``isr``.
 - ``producers``: the idempotent-producer state, rebuilt from snapshots and the
   log at start (see broker/producer_state.py); ``snapshot_offset`` is the offset
-  of its newest snapshot.
+  of its newest snapshot; ``snapshots_pending`` the offsets of snapshots taken
+  and not yet on disk (they are written in the executor).
 - ``waiters``: fetches parked until data arrives (`wake`).
 - As leader: ``follower_leo``, ``follower_log_start`` and ``caught_up_ms`` per
   follower (from their fetches: fetch offset and log start offset), ``epoch_start`` (the LEO when this leadership began) and
@@ -53,6 +54,7 @@ class Partition:
         "isr",
         "producers",
         "snapshot_offset",
+        "snapshots_pending",
         "waiters",
         "follower_leo",
         "follower_log_start",
@@ -76,6 +78,7 @@ class Partition:
         self.isr: list[int] = []
         self.producers: PartitionProducers | None = None
         self.snapshot_offset = -1
+        self.snapshots_pending: set[int] = set()
         self.waiters: set[asyncio.Future[None]] = set()
         self.follower_leo: dict[int, int] = {}
         self.follower_log_start: dict[int, int] = {}

@@ -10,7 +10,11 @@ Rules, as Kafka's:
   are not counted.
 - Each pass copies, oldest first, every segment whose records are all below
   the last stable offset (the next segment's base <= LSO; the active segment
-  never), from the one holding max(copied offset + 1, log start offset).
+  never), from the one holding max(copied offset + 1, log start offset). A
+  segment whose producer snapshot is still being written (the broker writes
+  it in the background when the segment rolls) waits for the next pass, with
+  the ones after it: Kafka takes the snapshot as it rolls, so it is always
+  there to be copied.
 - One segment: a random segment id; COPY_SEGMENT_STARTED published (and read
   back); the `.log`, indexes, the producer snapshot at the segment's end and
   the leader-epoch checkpoint text of the epochs below its end uploaded;
@@ -19,7 +23,10 @@ Rules, as Kafka's:
   what it wrote (DELETE_SEGMENT_STARTED, objects, DELETE_SEGMENT_FINISHED, best
   effort) and the next pass copies the segment again under a new id.
 - The pass stops at once when this broker stops leading the partition or its
-  leader epoch changes.
+  leader epoch changes. A leader deposed in the middle of an upload does not
+  publish COPY_SEGMENT_FINISHED: it deletes what it uploaded (the new leader,
+  which counts only finished segments, copies those offsets again; finishing
+  late could make them FINISHED twice). Kafka finishes it regardless.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ from storage import naming
 
 if TYPE_CHECKING:
     from broker.replica.partition import Partition
-    from broker.tiered.manager import RemoteLogManager
+    from broker.tiered.context import RemoteLog
     from broker.tiered.metadata_cache import RemoteLogMetadataCache
     from storage.leader_epoch import LeaderEpochCache
     from storage.segment import LogSegment
@@ -100,7 +107,7 @@ def still_leading(part: Partition, state: LeaderState) -> bool:
     return part.is_leader and part.leader_epoch == state.leader_epoch and not part.log.closed
 
 
-async def copy_pass(rlm: RemoteLogManager, part: Partition, state: LeaderState) -> int:
+async def copy_pass(rlm: RemoteLog, part: Partition, state: LeaderState) -> int:
     """Copy what is ready; returns the number of segments copied."""
     plog = part.log
     remote = plog.remote
@@ -117,16 +124,18 @@ async def copy_pass(rlm: RemoteLogManager, part: Partition, state: LeaderState) 
             continue
         if nxt.base_offset > lso:
             break
-        if not still_leading(part, state):
+        if not still_leading(part, state) or nxt.base_offset in part.snapshots_pending:
             break
-        await _copy_segment(rlm, part, state, seg, nxt.base_offset)
+        if not await _copy_segment(rlm, part, state, seg, nxt.base_offset):
+            break
         copied += 1
     return copied
 
 
 async def _copy_segment(
-    rlm: RemoteLogManager, part: Partition, state: LeaderState, seg: LogSegment, next_base: int
-) -> None:
+    rlm: RemoteLog, part: Partition, state: LeaderState, seg: LogSegment, next_base: int
+) -> bool:
+    """Copy one segment (see the module docstring); False if this broker stopped leading meanwhile."""
     plog = part.log
     epochs = plog.leader_epochs
     segment_id = uuid.uuid4()
@@ -169,6 +178,17 @@ async def _copy_segment(
             rlm.metrics.copy_errors += 1
             await rlm.delete_segment(md, best_effort=True)
             raise
+        if not part.is_leader or plog.closed:
+            # deposed during the upload: the new leader does not count this segment (not FINISHED) and
+            # copies its offsets itself; finishing it now could make them FINISHED twice
+            log.info(
+                "%s: no longer leading; deleting the upload of [%d, %d]",
+                plog.directory,
+                seg.base_offset,
+                next_base - 1,
+            )
+            await rlm.delete_segment(md, best_effort=True)
+            return False
         await rlm.metadata.publish(
             SegmentMetadataUpdate(
                 state.tip, segment_id, rlm.node_id, _now_ms(), None, SegmentState.COPY_SEGMENT_FINISHED
@@ -181,6 +201,7 @@ async def _copy_segment(
     if plog.remote is not None:
         plog.remote.update_highest(md.end_offset)
     log.debug("%s: segment [%d, %d] copied as %s", plog.directory, md.start_offset, md.end_offset, segment_id)
+    return True
 
 
 def _now_ms() -> int:

@@ -2,7 +2,7 @@
 
 Each pass, over the partition's listed remote segments in offset order:
 
-- a segment being copied stops the pass;
+- a segment this leader is copying stops the pass;
 - a segment in DELETE_SEGMENT_STARTED (an interrupted deletion) is deleted again;
 - a segment entirely below the log start offset is deleted (log-start breach:
   DeleteRecords, or an earlier pass);
@@ -11,6 +11,13 @@ Each pass, over the partition's listed remote segments in offset order:
   partition's total size (local segments not yet remote + finished remote
   segments) exceeds it by at least the segment's size, the segment is deleted;
 - the first segment kept ends the pass.
+
+A segment left in COPY_SEGMENT_STARTED by another leader (one that died or
+lost leadership in the middle of an upload; nobody finishes it, the new leader
+copies its offsets again under a new id) is judged like any other: it goes,
+with whatever objects the upload left, when the log start offset passes it or
+retention.ms/bytes take it, as in Kafka's RLMExpirationTask. It never stops the
+pass (it did: a dead leader's segment then held every later one back forever).
 
 Before deleting for time or size, the log start offset moves past the last
 segment deleted (consumers then get OFFSET_OUT_OF_RANGE below it, never a
@@ -32,7 +39,7 @@ from broker.tiered.metadata_records import SegmentMetadata, SegmentState
 
 if TYPE_CHECKING:
     from broker.replica.partition import Partition
-    from broker.tiered.manager import RemoteLogManager
+    from broker.tiered.context import RemoteLog
 
 log = logging.getLogger("minikafka.tiered")
 
@@ -47,7 +54,11 @@ def expired_segments(
     now_ms: int,
     being_copied: set[object],
 ) -> tuple[list[SegmentMetadata], int]:
-    """(segments to delete in order, the new log start offset or -1): the pass's decisions, pure."""
+    """(segments to delete in order, the new log start offset or -1): the pass's decisions, pure.
+
+    ``being_copied``: the ids of the segments this leader is uploading now. ``retention.bytes`` counts
+    the COPY_SEGMENT_FINISHED segments only; another leader's COPY_SEGMENT_STARTED segment deleted for
+    size is subtracted all the same (Kafka's RemoteLogRetentionHandler does both)."""
     finished = [s for s in segments if s.state == SegmentState.COPY_SEGMENT_FINISHED]
     breach = -1
     if retention_bytes >= 0:
@@ -56,7 +67,7 @@ def expired_segments(
     out: list[SegmentMetadata] = []
     new_start = -1
     for seg in sorted(segments, key=lambda s: (s.start_offset, s.end_offset)):
-        if seg.segment_id in being_copied or seg.state == SegmentState.COPY_SEGMENT_STARTED:
+        if seg.segment_id in being_copied:
             break
         if seg.state == SegmentState.DELETE_SEGMENT_STARTED or seg.end_offset < log_start_offset:
             out.append(seg)
@@ -75,7 +86,7 @@ def expired_segments(
     return out, new_start
 
 
-async def expire_pass(rlm: RemoteLogManager, part: Partition, state: LeaderState) -> int:
+async def expire_pass(rlm: RemoteLog, part: Partition, state: LeaderState) -> int:
     """Delete what retention says; returns the number of remote segments deleted."""
     plog = part.log
     remote = plog.remote

@@ -7,8 +7,9 @@ of tiered topics carry a `storage.remote_state.RemoteLogState`.
   a leadership or topic-config change), a pass for each hosted tiered
   partition not still in its previous one, each a task of its own, up to
   ``remote.log.manager.thread.pool.size`` at a time:
-  - leader: on a new leader epoch, its remote metadata is loaded and the copied
-    offset found again (`broker.tiered.copier`); then closed segments are
+  - leader: on a new leader epoch, its remote metadata is read up to the
+    metadata partition's current end and the copied offset found again
+    (`broker.tiered.copier`); then closed segments are
     copied and remote retention applied (`broker.tiered.expiration`);
   - follower: the remote metadata is read so that the follower's highest remote
     offset follows the leader's copies and its local retention can delete
@@ -20,6 +21,11 @@ of tiered topics carry a `storage.remote_state.RemoteLogState`.
   recovery are logged once each (state changes), and counted in `metrics`.
 - `read`: records of [log start, local log start) for the Fetch handler, from
   the object store (`broker.tiered.reader`).
+- `rebuild_follower`: the replica fetcher's hook for a follower answered
+  OFFSET_MOVED_TO_TIERED_STORAGE: its state is rebuilt from the remote segment
+  below the leader's local log start (`broker.tiered.rebuild`, Kafka's
+  TierStateMachine), asking the leader through ``leader_links``. A failure is
+  logged once (then again only after a success) and retried by the fetcher.
 
 Produce and local reads never wait on any of this: passes run as tasks on the
 loop, and every object-store call is asynchronous.
@@ -34,6 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from broker.tiered.context import TieredMetrics
 from broker.tiered.copier import LeaderState, copy_pass, highest_remote_offset
 from broker.tiered.expiration import expire_pass
 from broker.tiered.metadata_cache import RemoteLogMetadataCache, RemoteLogMetadataStore
@@ -46,7 +53,9 @@ from broker.tiered.metadata_records import (
 from broker.tiered.metadata_topic import MetadataTopic, MetadataUnavailable
 from broker.tiered.object_store import ObjectStore, ObjectStoreError
 from broker.tiered.reader import RemoteReader, segment_ref
+from broker.tiered.rebuild import RebuildFailed, rebuild_follower
 from broker.tiered.segment_store import RemoteSegmentStore
+from broker.txn.broker_links import LINK_ERRORS
 from protocol.errors import ErrorCode, KafkaError
 from storage.txn_index import AbortedTxn
 
@@ -59,21 +68,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("minikafka.tiered")
 
 FAILURES = (ObjectStoreError, MetadataUnavailable, OSError)
-
-
-@dataclass
-class TieredMetrics:
-    """Counters of the remote log manager (Kafka's RemoteCopy*/RemoteFetch*/RemoteDelete* meters)."""
-
-    copy_requests: int = 0
-    copy_errors: int = 0
-    copy_bytes: int = 0
-    fetch_requests: int = 0
-    fetch_errors: int = 0
-    fetch_bytes: int = 0
-    delete_requests: int = 0
-    delete_errors: int = 0
-    store_available: bool = True
 
 
 @dataclass
@@ -91,6 +85,7 @@ class RemoteLogManager:
         cluster: ClusterView,
         admin: TopicAdmin,
         links: BrokerLinks,
+        leader_links: BrokerLinks,
         store: ObjectStore,
         key_prefix: str,
         interval_s: float,
@@ -117,6 +112,8 @@ class RemoteLogManager:
             timeout_s=metadata_timeout_s,
         )
         self.reader = RemoteReader(self.segments)
+        self.leader_links = leader_links  # a follower's requests to its leader while it rebuilds
+        self._rebuild_failing: set[TopicPartition] = set()
         self.metrics = TieredMetrics()
         self.interval_s = interval_s
         self.retry_backoff_s = retry_backoff_s
@@ -144,6 +141,7 @@ class RemoteLogManager:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self.metadata.close()
+        self.leader_links.close()
         self.store.close()
 
     async def _run(self) -> None:
@@ -220,7 +218,11 @@ class RemoteLogManager:
             log.debug("%s-%d: %s; next try in %.1fs", *tp, exc, retry.backoff_s)
 
     async def _become_leader(self, part: Partition, tip: TopicIdPartition) -> LeaderState:
+        """The copied offset of a new leader (epoch), from the remote metadata read up to date: the
+        previous leader's last copies must be in it (it may have died right after them, with its
+        metadata partition leader too), or this leader copies them again."""
         await self.metadata.load(tip)
+        await self.metadata.catch_up(tip)
         plog = part.log
         copied = highest_remote_offset(plog.leader_epochs, plog.log_end_offset, self.cache(tip))
         state = LeaderState(tip, part.leader_epoch, copied_offset=copied)
@@ -266,6 +268,26 @@ class RemoteLogManager:
             log.warning(
                 "segment %s of %s-%d not cleaned up: %s", md.segment_id, md.tip.topic, md.tip.partition, exc
             )
+
+    # -- followers ------------------------------------------------------------------------------
+    async def rebuild_follower(self, part: Partition, leader_log_start: int) -> bool:
+        """The fetcher's hook (``FetcherManager.on_offset_moved_to_tiered``): rebuild ``part`` from
+        remote storage (`broker.tiered.rebuild`); True once rebuilt, False to try again later."""
+        tp = (part.topic, part.index)
+        self.metrics.rebuild_requests += 1
+        try:
+            rebuilt = await rebuild_follower(self, part, leader_log_start)
+        except (RebuildFailed, *FAILURES, *LINK_ERRORS) as exc:
+            self.metrics.rebuild_errors += 1
+            if tp not in self._rebuild_failing:
+                self._rebuild_failing.add(tp)
+                log.warning("%s-%d: not rebuilt from remote storage (%s); retrying", *tp, exc)
+            else:
+                log.debug("%s-%d: not rebuilt from remote storage: %s", *tp, exc)
+            return False
+        if rebuilt:
+            self._rebuild_failing.discard(tp)
+        return rebuilt
 
     # -- reads ----------------------------------------------------------------------------------
     def cache(self, tip: TopicIdPartition) -> RemoteLogMetadataCache:

@@ -17,8 +17,10 @@ Kafka's topic-based remote log metadata manager, in our terms:
   partitions it hosts): fetches the partition from offset 0 from its leader,
   as a consumer would, and applies every record to the `RemoteLogMetadataStore`.
   `load(tip)` starts the reader of ``tip``'s partition if needed and returns once
-  it has read everything written before the call (the initial load); the
-  partition is then marked loaded in the store.
+  it has read everything written before the reader started (the initial load);
+  the partition is then marked loaded in the store. `catch_up(tip)` returns once
+  the reader has read everything committed before the call (it asks the
+  partition's leader for its high watermark).
 - The topic is created on first use (`ensure_topic`) with ``cleanup.policy=delete``,
   ``retention.ms=-1`` and the configured partitions and replication factor (capped
   at the live brokers, with a warning: Kafka would fail instead).
@@ -52,6 +54,7 @@ log = logging.getLogger("minikafka.tiered")
 METADATA_TOPIC = "__remote_log_metadata"
 PRODUCE_VERSION = 8
 FETCH_VERSION = 11
+LIST_OFFSETS_VERSION = 4
 FETCH_WAIT_MS = 500
 RETRY_S = 0.1
 RETRIABLE = frozenset(
@@ -264,6 +267,38 @@ class MetadataTopic:
         self.ensure_topic()
         await self._reader(self.partition_of(tip)).wait_loaded(self.timeout_s)
         self.store.mark_loaded(tip)
+
+    async def catch_up(self, tip: TopicIdPartition) -> None:
+        """Until this broker has read ``tip``'s metadata partition up to the high watermark its leader
+        answers now: every record committed before the call is in the store. For a decision that
+        must not miss the latest copies of another broker (a new leader's copied offset, a follower
+        rebuilding); MetadataUnavailable if that takes longer than the timeout."""
+        partition = self.partition_of(tip)
+        reader = self._reader(partition)
+        body = {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": METADATA_TOPIC,
+                    "partitions": [
+                        {"partition_index": partition, "current_leader_epoch": -1, "timestamp": -1}
+                    ],
+                }
+            ],
+        }
+        deadline = time.monotonic() + self.timeout_s
+        try:
+            answer = await self.links.call(
+                self.leader(partition), 2, LIST_OFFSETS_VERSION, body, self.timeout_s
+            )
+        except LINK_ERRORS as exc:
+            raise MetadataUnavailable(f"{METADATA_TOPIC}-{partition}: no high watermark ({exc})") from exc
+        result = answer.topics[0].partitions[0]
+        if result.error_code:
+            raise MetadataUnavailable(f"{METADATA_TOPIC}-{partition}: ListOffsets error {result.error_code}")
+        if result.offset > 0:
+            await reader.wait_past(result.offset - 1, max(0.1, deadline - time.monotonic()))
 
     async def publish(self, rec: MetadataRecord) -> None:
         """Write ``rec`` (acks=all) and wait until this broker has read it back; MetadataUnavailable if

@@ -41,6 +41,10 @@ def remote_log_manager(
     listener = str(config["remote.log.metadata.manager.listener.name"] or "") or config.inter_broker_listener
     links = BrokerLinks(cluster, listener, f"remote-log-metadata-{config.node_id}", max_links=2)
     links.link_security = link_security
+    leader_links = BrokerLinks(
+        cluster, config.inter_broker_listener, f"replica-{config.node_id}", max_links=1
+    )
+    leader_links.link_security = link_security
     pool = int(config["remote.log.manager.copier.thread.pool.size"])
     if pool < 0:
         pool = int(config["remote.log.manager.thread.pool.size"])
@@ -50,6 +54,7 @@ def remote_log_manager(
         cluster=cluster,
         admin=admin,
         links=links,
+        leader_links=leader_links,
         store=make_object_store(rsm),
         key_prefix=rsm.key_prefix,
         interval_s=int(config["remote.log.manager.task.interval.ms"]) / 1000,

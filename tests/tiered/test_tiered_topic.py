@@ -7,9 +7,7 @@ first proof).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import hashlib
 import os
 import time
 from pathlib import Path
@@ -20,7 +18,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.broker_process import REPO, BrokerProcess
 from tests.support.seaweed import SeaweedFS
-from tests.wire import RawClient
+from tests.tiered.helpers import bucket_keys, list_offset, value_of
 
 pytestmark = pytest.mark.tiered
 
@@ -31,13 +29,6 @@ PRODUCE_MB_S = 25
 VALUE_BYTES = 10_000
 SEGMENT_BYTES = 8 << 20
 LOCAL_RETENTION = 2 * SEGMENT_BYTES
-
-
-def value_of(i: int) -> bytes:
-    """Record i's value: its number and bytes derived from it, so every byte read back is checked."""
-    head = f"{i:012d}".encode()
-    digest = hashlib.sha256(head).digest()
-    return head + (digest * ((VALUE_BYTES - len(head)) // len(digest) + 1))[: VALUE_BYTES - len(head)]
 
 
 def broker_properties(seaweed: SeaweedFS) -> dict[str, str]:
@@ -57,45 +48,12 @@ def start_broker(tmp_path: Path, props: dict[str, str]) -> BrokerProcess:
     return BrokerProcess(tmp_path / "data", extra=["--config", str(config)]).start()
 
 
-def list_offset(port: int, topic: str, timestamp: int, version: int = 9) -> int:
-    with RawClient(port) as raw:
-        answer = raw.request(
-            2,
-            version,
-            {
-                "replica_id": -1,
-                "isolation_level": 0,
-                "topics": [
-                    {
-                        "name": topic,
-                        "partitions": [
-                            {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}
-                        ],
-                    }
-                ],
-            },
-        )
-    part = answer.topics[0].partitions[0]
-    assert part.error_code == 0, part
-    return part.offset
-
-
 def local_log_bytes(data_dir: Path, topic: str) -> int:
     total = 0
     for f in (data_dir / f"{topic}-0").glob("*.log"):
         with contextlib.suppress(FileNotFoundError):  # retention renamed it meanwhile
             total += f.stat().st_size
     return total
-
-
-def bucket_keys(seaweed: SeaweedFS, prefix: str = "") -> list[str]:
-    from broker.tiered.rsm_config import make_object_store, parse_rsm_config
-
-    store = make_object_store(parse_rsm_config(seaweed.rsm_properties()))
-    try:
-        return asyncio.run(store.list(prefix))
-    finally:
-        store.close()
 
 
 def spark_count(bootstrap: str, topic: str) -> int:
@@ -140,7 +98,7 @@ def test_consumer_reads_every_record_back_from_remote(seaweed: SeaweedFS, tmp_pa
         for i in range(count):
             while True:
                 try:
-                    producer.produce(topic, value_of(i), partition=0)
+                    producer.produce(topic, value_of(i, VALUE_BYTES), partition=0)
                     break
                 except BufferError:
                     producer.poll(0.05)
@@ -199,7 +157,7 @@ def test_consumer_reads_every_record_back_from_remote(seaweed: SeaweedFS, tmp_pa
                 for msg in consumer.consume(500, timeout=1.0):
                     assert msg.error() is None, msg.error()
                     assert msg.offset() == expected
-                    assert msg.value() == value_of(expected), f"record {expected} differs"
+                    assert msg.value() == value_of(expected, VALUE_BYTES), f"record {expected} differs"
                     expected += 1
         finally:
             consumer.close()
