@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from broker.config import ConfigError
 from broker.tiered.manager import RemoteLogManager
 from broker.tiered.rsm_config import make_object_store, parse_rsm_config
 from broker.txn.broker_links import BrokerLinks
@@ -36,8 +37,11 @@ def remote_log_manager(
     if not config.remote_log_storage_system_enable:
         return None
     prefix_key = "remote.log.storage.manager.impl.prefix"
-    rsm = parse_rsm_config({**config.plugin_values, prefix_key: str(config[prefix_key])})
-    rlmm = config.remote_log_metadata_manager_configs()
+    try:
+        rsm = parse_rsm_config({**config.plugin_values, prefix_key: str(config[prefix_key])})
+    except ValueError as exc:  # one line at start-up, not a traceback
+        raise ConfigError(str(exc)) from None
+    partitions, factor, wait_s = _metadata_settings(config.remote_log_metadata_manager_configs())
     listener = str(config["remote.log.metadata.manager.listener.name"] or "") or config.inter_broker_listener
     links = BrokerLinks(cluster, listener, f"remote-log-metadata-{config.node_id}", max_links=2)
     links.link_security = link_security
@@ -61,7 +65,27 @@ def remote_log_manager(
         pool_size=pool,
         retry_backoff_s=int(config["remote.log.manager.task.retry.backoff.ms"]) / 1000,
         retry_backoff_max_s=int(config["remote.log.manager.task.retry.backoff.max.ms"]) / 1000,
-        metadata_partitions=int(rlmm.get("remote.log.metadata.topic.num.partitions", "50")),
-        metadata_replication_factor=int(rlmm.get("remote.log.metadata.topic.replication.factor", "3")),
-        metadata_timeout_s=int(rlmm.get("remote.log.metadata.consume.wait.ms", "120000")) / 1000,
+        metadata_partitions=partitions,
+        metadata_replication_factor=factor,
+        metadata_timeout_s=wait_s,
     )
+
+
+def _metadata_settings(rlmm: dict[str, str]) -> tuple[int, int, float]:
+    """(partitions, replication factor, consume wait in seconds) of ``__remote_log_metadata``, from the
+    ``rlmm.config.`` keys (prefix cut off) with Kafka's defaults and lower bounds."""
+    out = []
+    for key, default, least in (
+        ("remote.log.metadata.topic.num.partitions", 50, 1),
+        ("remote.log.metadata.topic.replication.factor", 3, 1),
+        ("remote.log.metadata.consume.wait.ms", 120000, 0),
+    ):
+        text = rlmm.get(key, str(default))
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(f"rlmm.config.{key} must be an integer, not {text!r}") from None
+        if value < least:
+            raise ConfigError(f"rlmm.config.{key} must be at least {least}, not {value}")
+        out.append(value)
+    return out[0], out[1], out[2] / 1000

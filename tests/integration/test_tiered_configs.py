@@ -48,12 +48,14 @@ def _start(tmp_path: Path, properties: str = "", **env: str) -> BrokerProcess:
 
 @pytest.fixture
 def tiered(tmp_path: Path) -> Iterator[BrokerProcess]:
-    """A broker with tiered storage switched on, plugin properties (no object store: nothing reads
-    them yet) and a static log.local.retention.ms."""
+    """A broker with tiered storage switched on, plugin properties (an endpoint nothing answers: these
+    tests copy nothing) and a static log.local.retention.ms."""
     proc = _start(
         tmp_path,
         "remote.log.storage.system.enable=true\n"
         "rsm.config.storage.s3.bucket.name=tiered\n"
+        f"rsm.config.storage.s3.endpoint.url=http://127.0.0.1:{free_port()}\n"
+        "rsm.config.storage.aws.access.key.id=tiered-test\n"
         f"rsm.config.storage.aws.secret.access.key={SECRET}\n"
         "rsm.config.storage.aws.session.token=token-not-to-show\n",
         MINIKAFKA_LOG_LOCAL_RETENTION_MS=str(HOUR_MS),
@@ -299,3 +301,21 @@ def test_local_retention_defaults_that_do_not_fit_stop_the_broker(tmp_path: Path
     config.write_text("log.retention.bytes=1000\nlog.local.retention.bytes=2000\n")
     proc = BrokerProcess(tmp_path / "data2", extra=["--config", str(config)]).start()
     assert proc.stop() == 0, proc.log()
+
+
+def test_an_incomplete_object_store_config_stops_the_broker_with_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "server.properties"
+    config.write_text(
+        "remote.log.storage.system.enable=true\nrsm.config.storage.s3.bucket.name=b\n"
+        "rsm.config.storage.aws.access.key.id=only-the-key\n"
+    )
+    argv = ["--config", str(config), "--data-dir", str(tmp_path / "data"), "--port", str(free_port())]
+    done = subprocess.run(
+        [sys.executable, "-m", "broker", *argv], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "minikafka: configuration error: rsm.config.storage.aws.access.key.id and "
+        "rsm.config.storage.aws.secret.access.key must be set together"
+    )
+    assert "Traceback" not in done.stderr
