@@ -19,7 +19,7 @@ COMPOSE = $(shell docker compose version >/dev/null 2>&1 && echo "docker compose
 CONSOLE_STAMP := $(VENV)/.installed-console
 CONSOLE_PORT ?= 8080
 
-.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-java java-clients java-tools test-flink flink-tools test-cluster test-faults soak-faults test-crash test-churn test-tiered fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean
+.PHONY: console test-console browser-tools node-clients run cluster messages test test-all test-spark test-java java-clients java-tools test-flink flink-tools test-cluster test-faults soak-faults test-crash test-churn test-tiered fault-tools test-compose zookeeper-tools compose-tools lint format bench bench-tools fuzz compose-up compose-down clean test-cli
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -164,6 +164,11 @@ test-churn: $(TEST_STAMP)
 # among them (tests/tiered/test_tiered_cluster.py) run ZooKeeper too.
 test-tiered: $(TEST_STAMP) zookeeper-tools
 	$(BIN)/python -m pytest -q -m tiered tests/tiered
+
+# The `minikafka` command run as a process against a broker, hundreds of invocations of half a
+# second each: kept out of `make test` for its time.
+test-cli: $(TEST_STAMP)
+	$(BIN)/python -m pytest -q -m cli tests
 
 # apt-get only when ip (iproute2) or iptables is missing.
 fault-tools:

@@ -11,7 +11,7 @@ import pytest
 
 from tests.broker_process import REPO, BrokerProcess
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.cli, pytest.mark.timeout(180)]
 
 
 def mk(*args: str, stdin: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -25,7 +25,7 @@ from tests.broker_process import REPO, BrokerProcess
 from tests.client.test_admin_acls import plain_login, start_acl_broker
 from tests.integration.test_cli_users import _ON_A_TERMINAL, fails, mk, ok
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.cli, pytest.mark.timeout(120)]
 
 Row = tuple[str, str, str, str, str, str, str]
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.broker_process import REPO, BrokerProcess, free_port
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.cli, pytest.mark.timeout(90)]
 
 
 def mk(*args: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ import pytest
 from tests.broker_process import REPO, BrokerProcess
 from tests.client.test_admin_users import start_sasl_broker
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.cli, pytest.mark.timeout(90)]
 
 
 @pytest.fixture(scope="module")
