@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from broker.replica.markers import bytes_below
 from broker.tiered.context import TieredMetrics
 from broker.tiered.copier import LeaderState, copy_pass, highest_remote_offset
 from broker.tiered.expiration import expire_pass
@@ -321,20 +322,25 @@ class RemoteLogManager:
                         ErrorCode.OFFSET_OUT_OF_RANGE,
                     )
                 data = await self.reader.read(md, offset, max_bytes, min_one)
-                if data:
-                    self.metrics.fetch_bytes += len(data)
-                    aborted = (
-                        await self.reader.aborted(md, offset, aborted_upper)
-                        if aborted_upper is not None
-                        else []
-                    )
-                    return data, aborted
-                offset = md.end_offset + 1
+                if data is None:  # the segment has no batch at or after ``offset``: the next one has
+                    offset = md.end_offset + 1
+                    continue
+                self.metrics.fetch_bytes += len(data)
+                aborted = (
+                    await self.reader.aborted(md, offset, aborted_upper)
+                    if aborted_upper is not None and data
+                    else []
+                )
+                return data, aborted
         except FAILURES:
             self.metrics.fetch_errors += 1
             raise
-        result = plog.read(offset, max_bytes, min_one_batch=min_one)
-        return result.data, []
+        # the remote segments ended below the local start: read on locally, as the Fetch handler would
+        data = plog.read(offset, max_bytes, min_one_batch=min_one).data
+        if aborted_upper is None:
+            return data, []
+        data = data[: bytes_below(data, aborted_upper)]
+        return data, plog.aborted_transactions(offset, aborted_upper) if data else []
 
     async def offset_for_timestamp(self, part: Partition, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets by timestamp over the remote part [log start, local log start): ``(offset,

@@ -2,10 +2,12 @@
 
 `RemoteReader.read(segment, offset, max_bytes, min_one)` returns whole record
 batches of one remote segment, from the batch holding ``offset``: as many as
-fit in ``max_bytes``, at least one when ``min_one`` (even if larger), none when
-the segment has no batch at or after ``offset``. The caller finds the segment
-(`RemoteLogMetadataCache.segment_for`) and goes on to the next one when a
-segment has nothing more.
+fit in ``max_bytes``, at least one when ``min_one`` (even if larger), ``b""``
+when that first batch is larger and not ``min_one``, and None when the segment
+has no batch at or after ``offset``. The caller finds the segment
+(`RemoteLogMetadataCache.segment_for`) and goes on to the next one only on
+None (as Kafka's RemoteLogManager.read: a batch that does not fit is never
+skipped).
 
 How: the segment's offset index (fetched once per segment, kept in a small
 LRU) gives the byte position of the last indexed batch at or below ``offset``;
@@ -72,34 +74,41 @@ class RemoteReader:
 
     async def read(
         self, md: SegmentMetadata, offset: int, max_bytes: int, min_one: bool
-    ) -> bytes | memoryview:
+    ) -> bytes | memoryview | None:
+        """The segment's whole batches from the one holding ``offset`` (the module docstring): ``b""`` when
+        the first such batch is larger than ``max_bytes`` and not ``min_one`` (nothing this time; the
+        caller must not move past it), None when the segment has no batch at or after ``offset``."""
         ref = segment_ref(md)
         size = md.size_in_bytes
-        position = await self._position_of(ref, md, offset)
-        # one window from the indexed position: the few batches before ``offset`` (the offset index
-        # is sparse) plus max_bytes; a first batch larger than that is read on its own below
-        window = memoryview(await self._range(ref, size, position, max(max_bytes, 1) + INDEX_SLACK))
-        pos = 0
-        first = last = -1  # window positions of the batches returned
-        while pos + RECORD_BATCH_OVERHEAD <= len(window):
-            h = read_header(window, pos)
-            end = pos + h.size
-            if h.last_offset >= offset:
-                if first < 0:
-                    if h.size > max_bytes and not min_one:
-                        return b""
-                    first = pos
-                elif end - first > max_bytes:
-                    break
-                if end > len(window):  # a batch larger than the window
-                    if last >= 0:
+        base = await self._position_of(ref, md, offset)
+        while base + RECORD_BATCH_OVERHEAD <= size:
+            # a window from ``base``: the few batches before ``offset`` (the offset index is sparse) plus
+            # max_bytes; when batches before ``offset`` fill it, the next window starts after them
+            window = memoryview(await self._range(ref, size, base, max(max_bytes, 1) + INDEX_SLACK))
+            pos = 0
+            first = last = -1  # window positions of the batches returned
+            while pos + RECORD_BATCH_OVERHEAD <= len(window):
+                h = read_header(window, pos)
+                end = pos + h.size
+                if h.last_offset >= offset:
+                    if first < 0:
+                        if h.size > max_bytes and not min_one:
+                            return b""
+                        first = pos
+                    elif end - first > max_bytes:
                         break
-                    return await self._range(ref, size, position + pos, h.size)
-                last = end
-                if end - first >= max_bytes:
-                    break
-            pos = end
-        return window[first:last] if first >= 0 and last > first else b""
+                    if end > len(window):  # a batch larger than the window
+                        if last >= 0:
+                            break
+                        return await self._range(ref, size, base + pos, h.size)
+                    last = end
+                    if end - first >= max_bytes:
+                        break
+                pos = end
+            if first >= 0:
+                return window[first:last]
+            base += pos
+        return None
 
     async def offset_for_timestamp(
         self, md: SegmentMetadata, timestamp: int, min_offset: int
