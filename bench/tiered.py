@@ -38,7 +38,7 @@ from broker.tiered.rsm_config import make_object_store, parse_rsm_config  # noqa
 from tests.broker_process import BrokerProcess  # noqa: E402
 from tests.cluster_process import QUIET  # noqa: E402
 from tests.support.seaweed import SeaweedFS  # noqa: E402
-from tests.wire import RawClient  # noqa: E402
+from tests.tiered.helpers import list_offset  # noqa: E402
 
 Row = tuple[str, float, str]
 TOPIC = "tiered"
@@ -48,24 +48,7 @@ MB = 512
 
 
 def _offset(port: int, timestamp: int) -> int:
-    with RawClient(port) as raw:
-        answer = raw.request(
-            2,
-            9,
-            {
-                "replica_id": -1,
-                "isolation_level": 0,
-                "topics": [
-                    {
-                        "name": TOPIC,
-                        "partitions": [
-                            {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}
-                        ],
-                    }
-                ],
-            },
-        )
-    return answer.topics[0].partitions[0].offset
+    return list_offset(port, TOPIC, timestamp)
 
 
 def _store_ceiling(s3: SeaweedFS, directory: Path, count: int = 12) -> tuple[float, float]:

@@ -996,17 +996,17 @@ class PartitionLog:
 
     def _remove_snapshots_after(self, offset: int) -> None:
         """Producer-state snapshots above ``offset`` describe records that no longer exist."""
-        for name in self._fs.listdir(self.directory):
-            parsed = naming.parse_segment_filename(name)
-            if parsed is not None and parsed[1] == naming.SNAPSHOT_SUFFIX and parsed[0] > offset:
-                self._fs.remove_if_exists(os.path.join(self.directory, name))
+        self._remove_snapshots(lambda at: at > offset)
 
     def _remove_snapshots_before(self, offset: int) -> None:
         """Producer-state snapshots below ``offset`` (the local log start of a tiered log): their segments
         are gone from this disk, and a copy went to the object store with each of them."""
+        self._remove_snapshots(lambda at: at < offset)
+
+    def _remove_snapshots(self, doomed: Callable[[int], bool]) -> None:
         for name in self._fs.listdir(self.directory):
             parsed = naming.parse_segment_filename(name)
-            if parsed is not None and parsed[1] == naming.SNAPSHOT_SUFFIX and parsed[0] < offset:
+            if parsed is not None and parsed[1] == naming.SNAPSHOT_SUFFIX and doomed(parsed[0]):
                 self._fs.remove_if_exists(os.path.join(self.directory, name))
 
     def _retire(self, segments: list[LogSegment]) -> None:
